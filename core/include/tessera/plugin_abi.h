@@ -1,0 +1,291 @@
+/* Tessera plugin ABI: the one C boundary between the core and its plugins.
+ *
+ * Rules (docs/plugins.md has the full contract):
+ *  - Only POD types, opaque handles and function tables cross this line: no STL, no exceptions,
+ *    no RTTI. Every call returns a ts_status; a plugin never aborts the process.
+ *  - A plugin exports exactly one symbol, TS_PLUGIN_ENTRY_SYMBOL, returning a static descriptor.
+ *  - Versioning: abi_major must equal the host's; abi_minor must not exceed the host's. Tables are
+ *    append-only and start with their struct_size, so a reader never touches a slot the writer
+ *    lacks.
+ *  - The core owns devices, streams and memory; calls carry the device, the stream and any
+ *    caller-provided workspace.
+ */
+#ifndef TESSERA_PLUGIN_ABI_H
+#define TESSERA_PLUGIN_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TS_ABI_MAJOR 1
+#define TS_ABI_MINOR 0
+#define TS_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
+
+/* ---------------------------------------------------------------- status */
+typedef enum ts_status_code {
+  TS_OK = 0,
+  TS_ERR_INVALID_ARGUMENT = 1, /* caller passed something the contract forbids */
+  TS_ERR_UNSUPPORTED = 2,      /* valid, but this plugin cannot do it (device, format, shape) */
+  TS_ERR_OUT_OF_MEMORY = 3,
+  TS_ERR_NUMERIC = 4, /* NaN / inf in data that must be finite */
+  TS_ERR_INTERNAL = 5 /* a bug or an exception caught at the boundary */
+} ts_status_code;
+
+/* message is owned by the plugin and stays valid until the next call into the same plugin from
+ * the same thread; NULL when code == TS_OK. */
+typedef struct ts_status {
+  int32_t code;
+  const char* message;
+} ts_status;
+
+/* ---------------------------------------------------------------- kinds, devices */
+typedef enum ts_plugin_kind {
+  TS_KIND_ATTENTION = 1,
+  TS_KIND_KV_CACHE = 2,
+  TS_KIND_SAMPLER = 3,
+  TS_KIND_FRONTEND = 4
+} ts_plugin_kind;
+
+typedef enum ts_device_type { TS_DEVICE_CPU = 0, TS_DEVICE_CUDA = 1 } ts_device_type;
+
+typedef struct ts_device {
+  int32_t type;    /* ts_device_type */
+  int32_t ordinal; /* GPU index for CUDA, 0 for CPU */
+  void* stream;    /* cudaStream_t for CUDA, NULL for CPU */
+} ts_device;
+
+/* ---------------------------------------------------------------- host services */
+typedef enum ts_log_level {
+  TS_LOG_DEBUG = 0,
+  TS_LOG_INFO = 1,
+  TS_LOG_WARN = 2,
+  TS_LOG_ERROR = 3
+} ts_log_level;
+
+/* Handed to create(); valid for the life of the instance. Thread-safe. */
+typedef struct ts_host_api {
+  uint32_t struct_size;
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  void* ctx;
+  /* The host tags each line with the plugin name. */
+  void (*log)(void* ctx, int32_t level, const char* plugin_name, const char* message);
+} ts_host_api;
+
+/* ---------------------------------------------------------------- descriptor */
+typedef struct ts_instance ts_instance; /* opaque, owned by the plugin */
+
+typedef struct ts_plugin_descriptor {
+  uint32_t struct_size;
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  int32_t kind; /* ts_plugin_kind */
+  const char* name;
+  const char* version;
+  const char* build_info_json;     /* {"compiler":..,"cuda":..,"sm":[..]} */
+  const char* options_schema_json; /* JSON Schema (subset, docs/plugins.md) of the options */
+  const char* capabilities_json;   /* {"devices":["cpu"], ...kind-specific facts} */
+  /* Can this plugin run with these options on this device? Cheap, no allocation of devices. */
+  ts_status (*check_support)(const char* options_json, ts_device device);
+  ts_status (*create)(const ts_host_api* host, const char* options_json, ts_device device,
+                      ts_instance** out);
+  void (*destroy)(ts_instance* instance);
+  /* Kind-specific function table (ts_sampler_table, ts_kv_cache_table, ...). */
+  const void* functions;
+} ts_plugin_descriptor;
+
+typedef const ts_plugin_descriptor* (*ts_plugin_entry_fn)(void);
+
+/* ---------------------------------------------------------------- sampler */
+typedef struct ts_sampling_params {
+  float temperature;        /* 0 => greedy (argmax, lowest id on ties) */
+  int32_t top_k;            /* <= 0 => off */
+  float top_p;              /* 1 => off */
+  float min_p;              /* 0 => off */
+  float repetition_penalty; /* 1 => off; applies to prompt and output tokens (CTRL / HF rule) */
+  float frequency_penalty;  /* 0 => off; output tokens only (OpenAI rule) */
+  float presence_penalty;   /* 0 => off; output tokens only */
+  uint64_t seed;            /* per-request stream: draw i uses (seed, rng_counter) */
+  int32_t logprobs;         /* 0: none, 1: logprob of the chosen token */
+  int32_t top_logprobs;     /* N most likely tokens with their logprobs (N <= top_capacity) */
+} ts_sampling_params;
+
+typedef struct ts_sampler_row {
+  const float* logits; /* [vocab] fp32, not modified */
+  ts_sampling_params params;
+  const int32_t* prompt_tokens; /* for repetition_penalty */
+  int64_t n_prompt_tokens;
+  const int32_t* output_tokens; /* generated so far, for all penalties */
+  int64_t n_output_tokens;
+  uint64_t rng_counter; /* index of this draw in the request's stream */
+} ts_sampler_row;
+
+typedef struct ts_sampler_result {
+  int32_t token;
+  float logprob;       /* log_softmax(raw logits)[token] when params.logprobs */
+  int32_t n_top;       /* filled count */
+  int32_t top_capacity; /* set by the caller: length of the two arrays below */
+  int32_t* top_tokens;
+  float* top_logprobs;
+} ts_sampler_result;
+
+typedef struct ts_sampler_table {
+  uint32_t struct_size;
+  /* rows are independent; results[i] answers rows[i]. Deterministic for a given row whatever
+   * the thread count. NaN/inf logits => TS_ERR_NUMERIC naming the row. */
+  ts_status (*sample)(ts_instance* self, const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
+                      ts_sampler_result* results);
+} ts_sampler_table;
+
+/* ---------------------------------------------------------------- kv cache format */
+typedef enum ts_kv_stream {
+  TS_KV_MAIN = 0,   /* 512-d latent entries (window + compressed) */
+  TS_KV_INDEXER = 1 /* 128-d lightning-indexer keys */
+} ts_kv_stream;
+
+/* Byte layout of one page. Entry e of a page sits at:
+ *   payload: page + payload_offset + e * payload_stride  (dim - rope_dim values)
+ *   rope:    page + rope_offset + e * rope_stride        (rope_dim values; may lie in the record)
+ *   scales:  page + scale_offset + e * scale_stride      (0 bytes when unquantized)
+ * A slot number s lives in page s / entries_per_page at entry s % entries_per_page. */
+typedef struct ts_kv_layout {
+  uint32_t struct_size;
+  int32_t stream;           /* ts_kv_stream */
+  int32_t dim;              /* values per entry */
+  int32_t rope_dim;         /* trailing channels kept apart (0 if none) */
+  int32_t entries_per_page;
+  int32_t reserved;
+  uint64_t bytes_per_entry; /* payload + rope + scales (+ pad): what memory planning divides by */
+  uint64_t page_bytes;
+  uint64_t payload_offset, payload_stride;
+  uint64_t rope_offset, rope_stride;
+  uint64_t scale_offset, scale_stride;
+  char payload_dtype[16]; /* "bf16", "fp8_e4m3", ... */
+  char rope_dtype[16];
+  char scale_dtype[16]; /* "ue8m0", "fp32", "" */
+} ts_kv_layout;
+
+typedef struct ts_kv_cache_table {
+  uint32_t struct_size;
+  ts_status (*describe)(ts_instance* self, int32_t stream, int32_t dim, int32_t rope_dim,
+                        int32_t entries_per_page, ts_kv_layout* out);
+  /* Encode rows [n, dim] fp32 into slots of a pool of pages (page i at pool + i*page_bytes).
+   * Non-finite input => TS_ERR_NUMERIC and nothing written. */
+  ts_status (*store)(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
+                     const int64_t* slots, uint8_t* pool, ts_device device);
+  /* Decode slots back into rows [n, dim] fp32 (reference use and tests). */
+  ts_status (*load)(ts_instance* self, const ts_kv_layout* layout, const uint8_t* pool,
+                    const int64_t* slots, int64_t n, float* rows, ts_device device);
+} ts_kv_cache_table;
+
+/* A kv-cache format instance as seen by an attention backend (so the reference backend can read
+ * any format through load). */
+typedef struct ts_kv_reader {
+  ts_instance* instance;
+  const ts_kv_cache_table* table;
+  const ts_kv_layout* main_layout;
+  const ts_kv_layout* indexer_layout;
+} ts_kv_reader;
+
+/* ---------------------------------------------------------------- attention backend */
+typedef struct ts_attention_layer {
+  uint32_t struct_size;
+  int32_t n_heads;        /* query heads on this rank */
+  int32_t head_dim;       /* 512 (K == V) */
+  int32_t rope_dim;       /* 64 */
+  int32_t window;         /* 128: query p sees positions max(0, p-window+1)..p */
+  int32_t compress_ratio; /* 0, 4 (CSA, indexer) or 128 (HCA) */
+  int32_t index_n_heads;  /* CSA only */
+  int32_t index_head_dim;
+  int32_t index_topk;
+  float softmax_scale;    /* 1/sqrt(head_dim) */
+  const float* attn_sink; /* [n_heads] fp32 on the device */
+} ts_attention_layer;
+
+/* One sequence's part of a batch. Queries are contiguous rows [query_offset, +n_queries) of the
+ * batch tensors, at absolute positions first_position + i. */
+typedef struct ts_attention_sequence {
+  int32_t query_offset;
+  int32_t n_queries;
+  int64_t first_position;
+  /* window_slots[i] is the main-cache slot of absolute position window_first_position + i, for
+   * every position from max(0, first_position - window + 1) to the last query's position. */
+  int64_t window_first_position;
+  const int64_t* window_slots;
+  /* compressed entry k (covering tokens k*m .. k*m+m-1) is in main slot compressed_slots[k] and,
+   * for CSA, indexer slot indexer_slots[k]. Entry k is visible to query p iff (k+1)*m <= p+1. */
+  int64_t n_compressed;
+  const int64_t* compressed_slots;
+  const int64_t* indexer_slots;
+} ts_attention_sequence;
+
+typedef struct ts_attention_batch {
+  uint32_t struct_size;
+  int32_t n_sequences;
+  int32_t n_tokens;
+  const ts_attention_sequence* sequences;
+} ts_attention_batch;
+
+typedef struct ts_attention_inputs {
+  uint32_t struct_size;
+  const float* q;         /* [n_tokens, n_heads, head_dim], RoPE applied */
+  const float* index_q;   /* [n_tokens, index_n_heads, index_head_dim] (CSA only) */
+  const float* index_w;   /* [n_tokens, index_n_heads] scaled head weights (CSA only) */
+  const uint8_t* kv_pool; /* main-cache pages of this layer */
+  const uint8_t* index_pool;
+  ts_kv_reader kv;
+} ts_attention_inputs;
+
+typedef struct ts_attention_outputs {
+  uint32_t struct_size;
+  float* out;               /* [n_tokens, n_heads, head_dim], before inverse RoPE */
+  int32_t* selected;        /* optional [n_tokens, index_topk] chosen entries, -1 padded */
+  int64_t entries_scored;   /* indexer work actually done (for the visible-only guarantee) */
+} ts_attention_outputs;
+
+typedef struct ts_attention_table {
+  uint32_t struct_size;
+  /* Host-side metadata for one batch: how much workspace run() needs. No allocation. */
+  ts_status (*plan)(ts_instance* self, const ts_attention_layer* layer,
+                    const ts_attention_batch* batch, size_t* workspace_bytes);
+  ts_status (*run)(ts_instance* self, const ts_attention_layer* layer,
+                   const ts_attention_batch* batch, const ts_attention_inputs* in,
+                   ts_attention_outputs* out, void* workspace, size_t workspace_bytes,
+                   ts_device device);
+} ts_attention_table;
+
+/* ---------------------------------------------------------------- frontend */
+/* The engine as a frontend sees it. Requests and events are JSON text (stable across versions;
+ * fields are documented in docs/plugins.md). Callbacks run on engine threads: return quickly. */
+typedef void (*ts_event_callback)(void* user, const char* event_json);
+
+typedef struct ts_engine_api {
+  uint32_t struct_size;
+  void* ctx;
+  ts_status (*submit)(void* ctx, const char* request_json, ts_event_callback on_event, void* user,
+                      uint64_t* request_id);
+  ts_status (*abort)(void* ctx, uint64_t request_id);
+  /* Returned strings are owned by the engine, valid until the next call on the same thread. */
+  const char* (*model_info_json)(void* ctx);
+  const char* (*metrics_text)(void* ctx);
+  int32_t (*health)(void* ctx); /* 0 loading, 1 ready, 2 draining */
+  ts_status (*tokenize)(void* ctx, const char* text, int32_t* ids, int64_t capacity,
+                        int64_t* n_ids);
+  ts_status (*detokenize)(void* ctx, const int32_t* ids, int64_t n, char* text, int64_t capacity,
+                          int64_t* n_bytes);
+} ts_engine_api;
+
+typedef struct ts_frontend_table {
+  uint32_t struct_size;
+  ts_status (*start)(ts_instance* self, const ts_engine_api* engine);
+  ts_status (*stop)(ts_instance* self, int64_t deadline_ms);
+} ts_frontend_table;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSERA_PLUGIN_ABI_H */

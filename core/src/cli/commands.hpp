@@ -1,0 +1,13 @@
+// Each CLI verb lives in its own file and registers itself here; main.cpp only wires them up.
+// A command reports failure by throwing tessera::Error (message printed, exit 1) or
+// CLI::RuntimeError(code).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+void add_plugins_command(CLI::App& app);  // tessera plugins [--json]
+void add_config_command(CLI::App& app);   // tessera config check FILE
+
+}  // namespace tessera::cli

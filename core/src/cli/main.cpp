@@ -1,0 +1,28 @@
+// tessera: the command-line entry. Verbs are registered from cli/*_command.cpp.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "util/check.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera: DeepSeek-V4 inference with pluggable attention, KV cache and samplers"};
+  app.set_version_flag("--version", TESSERA_VERSION);
+  app.require_subcommand(1);
+  tessera::cli::add_plugins_command(app);
+  tessera::cli::add_config_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const tessera::Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,73 @@
+// PluginRegistry: finds plugin shared objects, loads them with Boost.DLL (rtld_now|rtld_local),
+// checks their ABI, validates their options and creates instances. Libraries stay loaded for the
+// life of the registry (keep the registry alive longer than every instance).
+//
+// Thread-safety: discover()/load() from one thread at start-up; find()/create() afterwards from any
+// thread (read-only).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plugins/plugin_instance.hpp"
+#include "tessera/plugin_abi.h"
+
+namespace tessera {
+
+struct LoadedPlugin {
+  std::filesystem::path path;
+  const ts_plugin_descriptor* descriptor = nullptr;  // points into the loaded library
+  ts_plugin_kind kind() const { return static_cast<ts_plugin_kind>(descriptor->kind); }
+  std::string_view name() const { return descriptor->name; }
+};
+
+// "attention" | "kv_cache" | "sampler" | "frontend" <-> enum.
+std::string_view kind_name(ts_plugin_kind kind);
+ts_plugin_kind parse_kind(std::string_view name);  // throws tessera::Error on unknown
+
+class PluginRegistry {
+ public:
+  PluginRegistry();
+  ~PluginRegistry();
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
+
+  // Default search path: $TESSERA_PLUGIN_PATH (colon-separated), <exe dir>/plugins,
+  // <exe dir>/../lib/tessera/plugins, and the install dir compiled in.
+  static std::vector<std::filesystem::path> default_search_path();
+
+  // Loads every lib*.so in the directories. Files that fail to load are recorded in failures()
+  // (a scan never stops on one bad file).
+  void discover(const std::vector<std::filesystem::path>& directories);
+  // Loads one file explicitly; throws tessera::Error with the path, the reason and the fix
+  // (missing file, not a shared object, no entry symbol, ABI major mismatch, minor too new).
+  const LoadedPlugin& load(const std::filesystem::path& file);
+
+  // Finds a plugin by kind and name; throws tessera::Error listing what exists (and the failures
+  // seen for that name) when absent, or naming the actual kind when the name exists with another.
+  const LoadedPlugin& find(ts_plugin_kind kind, std::string_view name) const;
+
+  // Validates options_json against the plugin's schema (unknown keys, types, ranges); throws
+  // tessera::Error naming the key and the expected type.
+  void validate_options(const LoadedPlugin& plugin, const std::string& options_json) const;
+
+  // validate_options + check_support + create; the plugin's own message surfaces on failure.
+  PluginInstance create(const LoadedPlugin& plugin, const std::string& options_json,
+                        ts_device device) const;
+
+  const std::vector<LoadedPlugin>& plugins() const;
+  struct Failure {
+    std::filesystem::path path;
+    std::string reason;
+  };
+  const std::vector<Failure>& failures() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tessera
