@@ -11,6 +11,7 @@ apt_packages=(
   libboost-dev libtomlplusplus-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev python3-venv
+  libpcre2-dev
 )
 missing=()
 for p in "${apt_packages[@]}"; do
