@@ -5,7 +5,7 @@ The tokenizer.json mirrors the structure of DeepSeek-V3/V4's real one:
   pre_tokenizer = Sequence[ Split(\\p{N}{1,3}), Split(CJK run), Split(GPT-4-like regex),
                             ByteLevel(add_prefix_space=false, use_regex=false) ]
   decoder       = ByteLevel
-  post_processor= TemplateProcessing (BOS + $A), like DeepSeek's (add_bos_token)
+  post_processor= ByteLevel (no automatic BOS), like DeepSeek's
   model         = BPE (byte fallback through the 256-symbol ByteLevel alphabet)
 Special tokens carry DeepSeek-V4 spellings so encoding_dsv4.py prompts tokenize
 unchanged; only the ids differ from the real 129280-entry vocabulary
@@ -24,36 +24,41 @@ PAT_CJK = "[一-龥\u3040-ゟ゠-ヿ]+"
 PAT_MAIN = ('[!"#$%&\'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|'
             ' ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+')
 
-# (content, special) in id order. BOS=0, EOS=1 as in DeepSeek-V4.
+# (content, special, normalized) in id order. BOS=0, EOS=1, PAD=2 as in DeepSeek-V4; the flags
+# follow the real V4 tokenizer.json (as recorded in tools/fixtures/tokenizer/make_tokenizer_fixtures.py):
+# BOS/EOS/PAD special, the named chat/tool/task tokens special=false (so decode(skip_special_tokens)
+# keeps them) — all of them are still matched as whole tokens in input text.
+# The real ids (128800+) are replaced by 3..27; this subset of the 47 named V4 tokens keeps every
+# token that encoding_dsv4.py emits.
 SPECIAL_TOKENS = [
-    ("<｜begin▁of▁sentence｜>", True),
-    ("<｜end▁of▁sentence｜>", True),
-    ("<｜▁pad▁｜>", True),
-    ("<｜User｜>", True),
-    ("<｜Assistant｜>", True),
-    ("<think>", False),
-    ("</think>", False),
-    ("｜DSML｜", False),
-    ("<｜latest_reminder｜>", True),
-    ("<｜System｜>", True),
-    ("<｜action｜>", True),
-    ("<｜query｜>", True),
-    ("<｜authority｜>", True),
-    ("<｜domain｜>", True),
-    ("<｜title｜>", True),
-    ("<｜read_url｜>", True),
-    ("<｜fim▁hole｜>", True),
-    ("<｜fim▁begin｜>", True),
-    ("<｜fim▁end｜>", True),
-    ("<｜tool▁calls▁begin｜>", True),
-    ("<｜tool▁calls▁end｜>", True),
-    ("<｜tool▁call▁begin｜>", True),
-    ("<｜tool▁call▁end｜>", True),
-    ("<｜tool▁outputs▁begin｜>", True),
-    ("<｜tool▁outputs▁end｜>", True),
-    ("<｜tool▁output▁begin｜>", True),
-    ("<｜tool▁output▁end｜>", True),
-    ("<｜tool▁sep｜>", True),
+    ("<｜begin▁of▁sentence｜>", True, False),
+    ("<｜end▁of▁sentence｜>", True, False),
+    ("<｜▁pad▁｜>", True, False),
+    ("<｜User｜>", False, True),
+    ("<｜Assistant｜>", False, True),
+    ("<think>", False, True),
+    ("</think>", False, True),
+    ("｜DSML｜", False, True),
+    ("<｜latest_reminder｜>", False, True),
+    ("<｜action｜>", False, True),
+    ("<｜query｜>", False, True),
+    ("<｜authority｜>", False, True),
+    ("<｜domain｜>", False, True),
+    ("<｜title｜>", False, True),
+    ("<｜read_url｜>", False, True),
+    ("<｜fim▁hole｜>", False, True),
+    ("<｜fim▁begin｜>", False, True),
+    ("<｜fim▁end｜>", False, True),
+    ("<|EOT|>", False, True),
+    ("<｜tool▁calls▁begin｜>", False, True),
+    ("<｜tool▁calls▁end｜>", False, True),
+    ("<｜tool▁call▁begin｜>", False, True),
+    ("<｜tool▁call▁end｜>", False, True),
+    ("<｜tool▁outputs▁begin｜>", False, True),
+    ("<｜tool▁outputs▁end｜>", False, True),
+    ("<｜tool▁output▁begin｜>", False, True),
+    ("<｜tool▁output▁end｜>", False, True),
+    ("<｜tool▁sep｜>", False, True),
 ]
 
 
@@ -84,7 +89,7 @@ def main():
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
     ])
     tok.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
-    specials = [s for s, _ in SPECIAL_TOKENS]
+    specials = [s for s, _, _ in SPECIAL_TOKENS]
     trainer = trainers.BpeTrainer(
         vocab_size=args.vocab_size,
         min_frequency=2,
@@ -93,22 +98,19 @@ def main():
         show_progress=False,
     )
     tok.train_from_iterator(text_iter(args.corpus, specials), trainer=trainer)
-    bos = specials[0]
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, 0)])
+    # DeepSeek-V4's post_processor is a ByteLevel one (no automatic BOS; prompts carry BOS literally).
+    tok.post_processor = processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True)
 
-    # Mark <think>, </think>, ｜DSML｜ as non-special (decoded text keeps them), as DeepSeek does.
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "tokenizer.json")
     tok.save(path)
     j = json.load(open(path))
-    flags = dict(SPECIAL_TOKENS)
+    flags = {c: (sp, nm) for c, sp, nm in SPECIAL_TOKENS}
     for at in j["added_tokens"]:
-        at["special"] = flags[at["content"]]
-        at["normalized"] = False
+        at["special"], at["normalized"] = flags[at["content"]]
     with open(path, "w") as f:
         json.dump(j, f, ensure_ascii=False, indent=2)
-    for i, (s, _) in enumerate(SPECIAL_TOKENS):
+    for i, (s, _, _) in enumerate(SPECIAL_TOKENS):
         assert Tokenizer.from_file(path).token_to_id(s) == i, s
 
     cfg = {
