@@ -10,6 +10,26 @@
 
 namespace tessera {
 
+// "TS_ERR_UNSUPPORTED" etc.; "status 42" for codes this host does not know.
+[[nodiscard]] inline std::string status_code_name(int32_t code) {
+  switch (code) {
+    case TS_OK:
+      return "TS_OK";
+    case TS_ERR_INVALID_ARGUMENT:
+      return "TS_ERR_INVALID_ARGUMENT";
+    case TS_ERR_UNSUPPORTED:
+      return "TS_ERR_UNSUPPORTED";
+    case TS_ERR_OUT_OF_MEMORY:
+      return "TS_ERR_OUT_OF_MEMORY";
+    case TS_ERR_NUMERIC:
+      return "TS_ERR_NUMERIC";
+    case TS_ERR_INTERNAL:
+      return "TS_ERR_INTERNAL";
+    default:
+      return "status " + std::to_string(code);
+  }
+}
+
 class PluginInstance {
  public:
   PluginInstance() = default;
@@ -53,8 +73,8 @@ class PluginInstance {
   void check(ts_status status, const char* what) const {
     if (status.code == TS_OK) return;
     throw Error(std::string(name()) + ": " + what + ": " +
-                (status.message ? status.message : "(no message)") + " [status " +
-                std::to_string(status.code) + "]");
+                (status.message ? status.message : "(no message)") + " [" +
+                status_code_name(status.code) + "]");
   }
 
  private:
