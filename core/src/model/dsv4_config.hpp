@@ -29,10 +29,10 @@ struct ModelConfig {
   int64_t q_lora_rank = 0;
   int64_t o_groups = 0;
   int64_t o_lora_rank = 0;
-  int64_t window = 0;                     // sliding_window (128)
-  std::vector<int64_t> compress_ratios;   // per layer: 0, 4 or 128 (length num_layers)
-  double rope_theta = 10000;              // ratio-0 layers
-  double compress_rope_theta = 160000;    // ratio != 0 layers
+  int64_t window = 0;                    // sliding_window (128)
+  std::vector<int64_t> compress_ratios;  // per layer: 0, 4 or 128 (length num_layers)
+  double rope_theta = 10000;             // ratio-0 layers
+  double compress_rope_theta = 160000;   // ratio != 0 layers
   YarnScaling yarn;
   int64_t max_position_embeddings = 0;
   int64_t index_n_heads = 0;

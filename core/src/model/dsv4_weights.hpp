@@ -21,49 +21,49 @@ struct Tensor {
 };
 
 struct HyperConnection {  // one mHC site (attention or FFN)
-  Tensor fn;     // [(2 + hc) * hc, hc * D] = [24, 4D]
-  Tensor base;   // [24]
-  Tensor scale;  // [3]
+  Tensor fn;              // [(2 + hc) * hc, hc * D] = [24, 4D]
+  Tensor base;            // [24]
+  Tensor scale;           // [3]
 };
 
 struct Compressor {  // main (d = head_dim) or indexer (d = index_head_dim)
-  Tensor ape;    // [m, c*d]  (c = 2 when m == 4, else 1)
-  Tensor wkv;    // [c*d, D]
-  Tensor wgate;  // [c*d, D]
-  Tensor norm;   // [d]
+  Tensor ape;        // [m, c*d]  (c = 2 when m == 4, else 1)
+  Tensor wkv;        // [c*d, D]
+  Tensor wgate;      // [c*d, D]
+  Tensor norm;       // [d]
 };
 
-struct Indexer {  // CSA layers only
+struct Indexer {        // CSA layers only
   Tensor wq_b;          // [index_n_heads * index_head_dim, q_lora_rank]
   Tensor weights_proj;  // [index_n_heads, D]
   Compressor compressor;
 };
 
 struct Attention {
-  Tensor attn_sink;  // [H]
-  Tensor wq_a;       // [q_lora_rank, D]
-  Tensor q_norm;     // [q_lora_rank]
-  Tensor wq_b;       // [H * head_dim, q_lora_rank]
-  Tensor wkv;        // [head_dim, D]
-  Tensor kv_norm;    // [head_dim]
-  Tensor wo_a;       // [o_groups * o_lora_rank, H * head_dim / o_groups]
-  Tensor wo_b;       // [D, o_groups * o_lora_rank]
+  Tensor attn_sink;                      // [H]
+  Tensor wq_a;                           // [q_lora_rank, D]
+  Tensor q_norm;                         // [q_lora_rank]
+  Tensor wq_b;                           // [H * head_dim, q_lora_rank]
+  Tensor wkv;                            // [head_dim, D]
+  Tensor kv_norm;                        // [head_dim]
+  Tensor wo_a;                           // [o_groups * o_lora_rank, H * head_dim / o_groups]
+  Tensor wo_b;                           // [D, o_groups * o_lora_rank]
   std::optional<Compressor> compressor;  // ratio != 0
   std::optional<Indexer> indexer;        // ratio == 4
 };
 
 struct Expert {  // SwiGLU: w2(silu(w1 x) * (w3 x))
-  Tensor w1;  // [I, D] gate
-  Tensor w3;  // [I, D] up
-  Tensor w2;  // [D, I] down
+  Tensor w1;     // [I, D] gate
+  Tensor w3;     // [I, D] up
+  Tensor w2;     // [D, I] down
 };
 
 struct Moe {
-  Tensor gate;                  // [E, D] router
-  std::optional<Tensor> bias;   // [E] e_score_correction_bias (learned layers)
-  std::vector<int32_t> tid2eid; // [vocab * experts_per_token] (hash layers), empty otherwise
-  Expert shared;                // n_shared_experts == 1
-  std::vector<Expert> experts;  // [E]
+  Tensor gate;                   // [E, D] router
+  std::optional<Tensor> bias;    // [E] e_score_correction_bias (learned layers)
+  std::vector<int32_t> tid2eid;  // [vocab * experts_per_token] (hash layers), empty otherwise
+  Expert shared;                 // n_shared_experts == 1
+  std::vector<Expert> experts;   // [E]
 };
 
 struct Layer {
@@ -76,9 +76,9 @@ struct Layer {
 };
 
 struct ModelWeights {
-  Tensor embed;  // [V, D]
-  Tensor head;   // [V, D]
-  Tensor norm;   // [D]
+  Tensor embed;          // [V, D]
+  Tensor head;           // [V, D]
+  Tensor norm;           // [D]
   Tensor hc_head_fn;     // [hc, hc * D]
   Tensor hc_head_base;   // [hc]
   Tensor hc_head_scale;  // [1]

@@ -1,0 +1,47 @@
+#include "kv/kv_format.hpp"
+
+#include <utility>
+
+namespace tessera {
+
+namespace {
+constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
+}
+
+KvFormat::KvFormat(PluginInstance instance, int32_t main_dim, int32_t rope_dim, int32_t index_dim,
+                   int32_t entries_per_page)
+    : instance_(std::move(instance)) {
+  table_ = &instance_.table<ts_kv_cache_table>();
+  instance_.check(
+      table_->describe(instance_.get(), TS_KV_MAIN, main_dim, rope_dim, entries_per_page, &main_),
+      "describe(main)");
+  if (index_dim > 0)
+    instance_.check(table_->describe(instance_.get(), TS_KV_INDEXER, index_dim, index_dim,
+                                     entries_per_page, &indexer_),
+                    "describe(indexer)");
+  TS_CHECK(main_.page_bytes > 0 && main_.entries_per_page == entries_per_page,
+           "kv format {}: describe(main) returned an unusable layout (page_bytes {}, entries {})",
+           name(), main_.page_bytes, main_.entries_per_page);
+}
+
+void KvFormat::store(const ts_kv_layout& layout, const float* rows, std::span<const int64_t> slots,
+                     uint8_t* pool) const {
+  if (slots.empty()) return;
+  instance_.check(table_->store(instance_.get(), &layout, rows, static_cast<int64_t>(slots.size()),
+                                slots.data(), pool, kCpu),
+                  "store");
+}
+
+void KvFormat::load(const ts_kv_layout& layout, const uint8_t* pool, std::span<const int64_t> slots,
+                    float* rows) const {
+  if (slots.empty()) return;
+  instance_.check(table_->load(instance_.get(), &layout, pool, slots.data(),
+                               static_cast<int64_t>(slots.size()), rows, kCpu),
+                  "load");
+}
+
+ts_kv_reader KvFormat::reader() const {
+  return ts_kv_reader{instance_.get(), table_, &main_, &indexer_};
+}
+
+}  // namespace tessera

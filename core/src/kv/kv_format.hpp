@@ -1,0 +1,38 @@
+// A kv-cache format plugin instance with the two layouts the model needs (main 512-d latent
+// entries with a rope tail, and indexer keys), resolved once at start-up.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "plugins/plugin_instance.hpp"
+#include "tessera/plugin_abi.h"
+
+namespace tessera {
+
+class KvFormat {
+ public:
+  KvFormat(PluginInstance instance, int32_t main_dim, int32_t rope_dim, int32_t index_dim,
+           int32_t entries_per_page);
+
+  const ts_kv_layout& main_layout() const { return main_; }
+  const ts_kv_layout& indexer_layout() const { return indexer_; }
+  const char* name() const { return instance_.name(); }
+
+  // rows [n, layout.dim] -> slots. Throws tessera::Error with the plugin's message.
+  void store(const ts_kv_layout& layout, const float* rows, std::span<const int64_t> slots,
+             uint8_t* pool) const;
+  void load(const ts_kv_layout& layout, const uint8_t* pool, std::span<const int64_t> slots,
+            float* rows) const;
+
+  // What an attention backend needs to read this format.
+  ts_kv_reader reader() const;
+
+ private:
+  PluginInstance instance_;
+  const ts_kv_cache_table* table_ = nullptr;
+  ts_kv_layout main_{};
+  ts_kv_layout indexer_{};
+};
+
+}  // namespace tessera

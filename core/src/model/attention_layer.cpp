@@ -1,0 +1,186 @@
+#include "model/attention_layer.hpp"
+
+#include <cmath>
+
+#include "ops/linear.hpp"
+#include "ops/norms.hpp"
+
+namespace tessera::dsv4 {
+
+namespace {
+
+constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
+
+std::vector<float> project(const float* x, int64_t rows, const Tensor& w) {
+  std::vector<float> y(static_cast<size_t>(rows * w.shape[0]));
+  ops::linear(x, rows, w, y.data());
+  return y;
+}
+
+// Feeds every token of the batch through a compressor; each closed window's entry is normalised,
+// rotated at its window start k*m and stored. `is_indexer` picks the indexer cache and state.
+void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor& w,
+                    const ops::RopeTable& rope, const ForwardBatch& batch,
+                    const std::vector<int64_t>& positions, const float* x, bool is_indexer) {
+  const int64_t T = static_cast<int64_t>(positions.size());
+  const int64_t m = ctx.config.compress_ratio(layer);
+  const std::vector<float> kv = project(x, T, w.wkv);
+  std::vector<float> gate = project(x, T, w.wgate);
+  const int64_t width = w.wkv.shape[0];
+  const int64_t dim = w.norm.shape[0];
+  const ts_kv_layout& layout =
+      is_indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
+  uint8_t* pool = is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data();
+  int64_t row = 0;
+  for (const SequenceChunk& chunk : batch.chunks) {
+    CompressorState& state =
+        is_indexer ? chunk.kv->index_compressor(layer) : chunk.kv->compressor(layer);
+    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
+      const int64_t p = positions[row];
+      float* g = gate.data() + row * width;
+      const float* ape = w.ape.ptr() + (p % m) * width;
+      for (int64_t c = 0; c < width; ++c) g[c] += ape[c];
+      auto entry = state.push(p, kv.data() + row * width, g);
+      if (!entry) continue;
+      ops::rms_norm(entry->data(), 1, dim, w.norm.ptr(),
+                    static_cast<float>(ctx.config.rms_norm_eps));
+      const int64_t k = p / m;
+      rope.apply(entry->data(), 1, dim, k * m);
+      int64_t slot;
+      if (is_indexer) {
+        slot = chunk.kv->indexer_slot(layer, k);  // allocated with the main entry
+      } else {
+        slot = chunk.kv->append_compressed(layer);
+      }
+      ctx.kv_format.store(layout, entry->data(), std::span<const int64_t>(&slot, 1), pool);
+    }
+  }
+}
+
+}  // namespace
+
+void attention_forward(const AttentionContext& ctx, int64_t layer, const Attention& w,
+                       const ops::RopeTable& rope, const ForwardBatch& batch,
+                       const std::vector<int64_t>& positions, const float* x, float* out,
+                       ForwardStats& stats) {
+  const ModelConfig& cfg = ctx.config;
+  const int64_t T = static_cast<int64_t>(positions.size());
+  const int64_t H = cfg.num_heads, Dh = cfg.head_dim, m = cfg.compress_ratio(layer);
+  const float eps = static_cast<float>(cfg.rms_norm_eps);
+
+  std::vector<float> q_lat = project(x, T, w.wq_a);  // [T, q_lora_rank]
+  ops::rms_norm(q_lat.data(), T, cfg.q_lora_rank, w.q_norm.ptr(), eps);
+  std::vector<float> q = project(q_lat.data(), T, w.wq_b);  // [T, H, Dh]
+  ops::rms_norm_unweighted(q.data(), T * H, Dh, eps);
+  std::vector<float> kv = project(x, T, w.wkv);  // [T, Dh]
+  ops::rms_norm(kv.data(), T, Dh, w.kv_norm.ptr(), eps);
+  for (int64_t t = 0; t < T; ++t) {
+    rope.apply(q.data() + t * H * Dh, H, Dh, positions[t]);
+    rope.apply(kv.data() + t * Dh, 1, Dh, positions[t]);
+  }
+
+  // The new tokens' kv go into the window cache before attention: each query sees itself.
+  std::vector<int64_t> slots(static_cast<size_t>(T));
+  for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks)
+    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row)
+      slots[row] = chunk.kv->window_slot(layer, positions[row]);
+  ctx.kv_format.store(ctx.kv_format.main_layout(), kv.data(), slots, ctx.pools.main.data());
+
+  std::vector<float> index_q, index_w;
+  if (m > 0) {
+    if (m == 4) {  // indexer keys first: append_compressed (main) allocates the indexer slot too
+      run_compressor(ctx, layer, *w.compressor, rope, batch, positions, x, false);
+      run_compressor(ctx, layer, w.indexer->compressor, rope, batch, positions, x, true);
+    } else {
+      run_compressor(ctx, layer, *w.compressor, rope, batch, positions, x, false);
+    }
+  }
+  if (m == 4) {
+    const int64_t IH = cfg.index_n_heads, ID = cfg.index_head_dim;
+    index_q = project(q_lat.data(), T, w.indexer->wq_b);  // [T, IH, ID], no norm
+    for (int64_t t = 0; t < T; ++t) rope.apply(index_q.data() + t * IH * ID, IH, ID, positions[t]);
+    index_w = project(x, T, w.indexer->weights_proj);  // [T, IH]
+    // nI^-0.5 on the head weights and index_head_dim^-0.5 on the score (TRANSFORMERS_NOTES §F)
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(IH)) /
+                                           std::sqrt(static_cast<double>(ID)));
+    for (float& v : index_w) v *= scale;
+  }
+
+  // Describe every sequence's cache to the backend.
+  std::vector<ts_attention_sequence> seqs;
+  std::vector<std::vector<int64_t>> window_slots, comp_slots, idx_slots;
+  seqs.reserve(batch.chunks.size());
+  for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks) {
+    const auto n = static_cast<int64_t>(chunk.tokens.size());
+    ts_attention_sequence s{};
+    s.query_offset = static_cast<int32_t>(row);
+    s.n_queries = static_cast<int32_t>(n);
+    s.first_position = positions[row];
+    s.window_first_position = chunk.kv->window_first_position(layer);
+    auto& ws = window_slots.emplace_back();
+    for (int64_t p = s.window_first_position; p <= s.first_position + n - 1; ++p)
+      ws.push_back(chunk.kv->window_slot(layer, p));
+    auto& cs = comp_slots.emplace_back();
+    auto& is = idx_slots.emplace_back();
+    s.n_compressed = m > 0 ? chunk.kv->n_compressed(layer) : 0;
+    for (int64_t k = 0; k < s.n_compressed; ++k) {
+      cs.push_back(chunk.kv->compressed_slot(layer, k));
+      if (m == 4) is.push_back(chunk.kv->indexer_slot(layer, k));
+    }
+    seqs.push_back(s);
+    row += n;
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i].window_slots = window_slots[i].data();
+    seqs[i].compressed_slots = comp_slots[i].data();
+    seqs[i].indexer_slots = idx_slots[i].data();
+  }
+
+  ts_attention_layer desc{};
+  desc.struct_size = sizeof desc;
+  desc.n_heads = static_cast<int32_t>(H);
+  desc.head_dim = static_cast<int32_t>(Dh);
+  desc.rope_dim = static_cast<int32_t>(cfg.rope_dim);
+  desc.window = static_cast<int32_t>(cfg.window);
+  desc.compress_ratio = static_cast<int32_t>(m);
+  desc.index_n_heads = static_cast<int32_t>(cfg.index_n_heads);
+  desc.index_head_dim = static_cast<int32_t>(cfg.index_head_dim);
+  desc.index_topk = static_cast<int32_t>(cfg.index_topk);
+  desc.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
+  desc.attn_sink = w.attn_sink.ptr();
+  ts_attention_batch tb{sizeof(ts_attention_batch), static_cast<int32_t>(seqs.size()),
+                        static_cast<int32_t>(T), seqs.data()};
+
+  const auto& table = ctx.backend.table<ts_attention_table>();
+  size_t ws_bytes = 0;
+  ctx.backend.check(table.plan(ctx.backend.get(), &desc, &tb, &ws_bytes), "plan");
+  if (ctx.workspace.size() < ws_bytes) ctx.workspace.resize(ws_bytes);
+  std::vector<float> o(static_cast<size_t>(T * H * Dh));
+  ts_attention_inputs in{};
+  in.struct_size = sizeof in;
+  in.q = q.data();
+  in.index_q = index_q.empty() ? nullptr : index_q.data();
+  in.index_w = index_w.empty() ? nullptr : index_w.data();
+  in.kv_pool = ctx.pools.main.data();
+  in.index_pool = ctx.pools.indexer.data();
+  in.kv = ctx.kv_format.reader();
+  ts_attention_outputs result{};
+  result.struct_size = sizeof result;
+  result.out = o.data();
+  ctx.backend.check(table.run(ctx.backend.get(), &desc, &tb, &in, &result, ctx.workspace.data(),
+                              ctx.workspace.size(), kCpu),
+                    "run");
+  stats.indexer_entries_scored += result.entries_scored;
+
+  for (int64_t t = 0; t < T; ++t) rope.apply(o.data() + t * H * Dh, H, Dh, positions[t], true);
+
+  // Grouped low-rank output: group g = heads [g*H/G, (g+1)*H/G); wo_a viewed [G, OL, H/G*Dh].
+  const int64_t G = cfg.o_groups, OL = cfg.o_lora_rank, in_g = H / G * Dh;
+  std::vector<float> z(static_cast<size_t>(T * G * OL));
+  for (int64_t g = 0; g < G; ++g)
+    ops::linear_strided(o.data() + g * in_g, T, in_g, H * Dh, w.wo_a.ptr() + g * OL * in_g, OL,
+                        in_g, z.data() + g * OL, G * OL);
+  ops::linear(z.data(), T, w.wo_b, out);
+}
+
+}  // namespace tessera::dsv4

@@ -1,0 +1,69 @@
+#include "model/compressor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "util/check.hpp"
+
+namespace tessera::dsv4 {
+
+CompressorState::CompressorState(int64_t ratio, int64_t dim)
+    : ratio_(ratio),
+      dim_(dim),
+      width_(ratio == 4 ? 2 * dim : dim),
+      overlap_(ratio == 4),
+      kv_(static_cast<size_t>(ratio * width_)),
+      gate_(static_cast<size_t>(ratio * width_)) {
+  if (overlap_) {
+    prev_kv_.resize(kv_.size());
+    prev_gate_.resize(gate_.size());
+  }
+}
+
+int64_t CompressorState::state_bytes() const {
+  return static_cast<int64_t>((kv_.size() + gate_.size() + prev_kv_.size() + prev_gate_.size()) *
+                              sizeof(float));
+}
+
+std::optional<std::vector<float>> CompressorState::push(int64_t position, const float* kv,
+                                                        const float* gate) {
+  TS_CHECK(ratio_ > 0, "compressor state used on a layer without compression");
+  const int64_t slot = position % ratio_;
+  std::copy(kv, kv + width_, kv_.begin() + slot * width_);
+  std::copy(gate, gate + width_, gate_.begin() + slot * width_);
+  if (slot != ratio_ - 1) return std::nullopt;
+
+  std::vector<float> entry(static_cast<size_t>(dim_));
+  const int64_t offset = overlap_ ? dim_ : 0;  // current window's channels: second half if overlap
+  for (int64_t j = 0; j < dim_; ++j) {
+    float max_gate = -std::numeric_limits<float>::infinity();
+    for (int64_t t = 0; t < ratio_; ++t)
+      max_gate = std::max(max_gate, gate_[t * width_ + offset + j]);
+    if (overlap_ && has_previous_)
+      for (int64_t t = 0; t < ratio_; ++t)
+        max_gate = std::max(max_gate, prev_gate_[t * width_ + j]);
+    double denom = 0.0, acc = 0.0;
+    for (int64_t t = 0; t < ratio_; ++t) {
+      const double w = std::exp(static_cast<double>(gate_[t * width_ + offset + j]) - max_gate);
+      denom += w;
+      acc += w * kv_[t * width_ + offset + j];
+    }
+    if (overlap_ && has_previous_) {
+      for (int64_t t = 0; t < ratio_; ++t) {
+        const double w = std::exp(static_cast<double>(prev_gate_[t * width_ + j]) - max_gate);
+        denom += w;
+        acc += w * prev_kv_[t * width_ + j];
+      }
+    }
+    entry[static_cast<size_t>(j)] = static_cast<float>(acc / denom);
+  }
+  if (overlap_) {
+    prev_kv_.swap(kv_);
+    prev_gate_.swap(gate_);
+    has_previous_ = true;
+  }
+  return entry;
+}
+
+}  // namespace tessera::dsv4

@@ -1,0 +1,42 @@
+// The DeepSeek-V4 KV compressor's per-sequence decode state (DSV4.md §2.4,
+// TRANSFORMERS_NOTES.md §E). Tokens arrive one at a time with their projected kv row a_t and
+// gate row g_t (+ ape[t mod m] already added), each of width c*d (c = 2 when m == 4: overlapping
+// windows, else 1). When a window of m tokens closes, the entry is the per-channel softmax-pooled
+// sum over the window's slots:
+//   m = 128:  e[j] = sum_{t in w} softmax_t(g_t[j]) a_t[j]
+//   m = 4:    slots = first-half channels [0, d) of window w-1  ++  second half [d, 2d) of window
+//   w;
+//             window -1 does not exist for w = 0 (weight 0).
+// The caller normalises and rotates the entry (position w*m) and stores it in the cache.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace tessera::dsv4 {
+
+class CompressorState {
+ public:
+  CompressorState() = default;
+  CompressorState(int64_t ratio, int64_t dim);
+
+  // Adds the token at `position` (positions must arrive in order). Returns the pooled entry
+  // [dim] when this token closes a window.
+  std::optional<std::vector<float>> push(int64_t position, const float* kv, const float* gate);
+
+  int64_t ratio() const { return ratio_; }
+  int64_t width() const { return width_; }
+  int64_t state_bytes() const;
+
+ private:
+  int64_t ratio_ = 0;
+  int64_t dim_ = 0;    // d: entry width
+  int64_t width_ = 0;  // c * d: projected row width
+  bool overlap_ = false;
+  bool has_previous_ = false;
+  std::vector<float> kv_, gate_;            // current window [ratio, width]
+  std::vector<float> prev_kv_, prev_gate_;  // previous window (overlap only)
+};
+
+}  // namespace tessera::dsv4

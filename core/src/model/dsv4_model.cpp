@@ -1,0 +1,93 @@
+#include "model/dsv4_model.hpp"
+
+#include <algorithm>
+
+#include "model/attention_layer.hpp"
+#include "model/hyper_connection.hpp"
+#include "model/moe.hpp"
+#include "ops/linear.hpp"
+#include "ops/norms.hpp"
+#include "util/check.hpp"
+
+namespace tessera::dsv4 {
+
+Model::Model(const ModelConfig& config, const ModelWeights& weights, const KvFormat& kv_format,
+             const PluginInstance& attention, KvPools& pools)
+    : config_(config),
+      weights_(weights),
+      kv_format_(kv_format),
+      attention_(attention),
+      pools_(pools) {
+  for (int64_t l = 0; l < config.num_layers; ++l)
+    rope_.push_back(ops::RopeTable::for_layer(config, l));
+}
+
+Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
+  const int64_t T = batch.total_tokens();
+  const int64_t D = config_.hidden_size, n = config_.hc_mult, V = config_.vocab_size;
+  TS_CHECK(T > 0, "forward: empty batch");
+  std::vector<int64_t> positions;
+  std::vector<int32_t> ids;
+  positions.reserve(static_cast<size_t>(T));
+  for (const SequenceChunk& c : batch.chunks) {
+    for (size_t i = 0; i < c.tokens.size(); ++i) {
+      TS_CHECK(c.tokens[i] >= 0 && c.tokens[i] < V, "token id {} outside the vocabulary ({})",
+               c.tokens[i], V);
+      positions.push_back(c.kv->length() + static_cast<int64_t>(i));
+      ids.push_back(c.tokens[i]);
+    }
+  }
+
+  // Streams X [T, n, D]: the embedding copied into every stream.
+  std::vector<float> streams(static_cast<size_t>(T * n * D));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t k = 0; k < n; ++k)
+      std::copy_n(weights_.embed.ptr() + ids[t] * D, D, streams.begin() + (t * n + k) * D);
+
+  ForwardStats local;
+  ForwardStats& st = stats ? *stats : local;
+  std::vector<float> x(static_cast<size_t>(T * D)), block_out(x.size());
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  AttentionContext ctx{config_, kv_format_, pools_, attention_, workspace_};
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const Layer& layer = weights_.layers[l];
+    HcMix mix = hc_pre(config_, layer.hc_attn, streams.data(), T, x.data());
+    ops::rms_norm(x.data(), T, D, layer.attn_norm.ptr(), eps);
+    attention_forward(ctx, l, layer.attn, rope_[l], batch, positions, x.data(), block_out.data(),
+                      st);
+    hc_post(config_, mix, block_out.data(), streams.data(), T);
+
+    mix = hc_pre(config_, layer.hc_ffn, streams.data(), T, x.data());
+    ops::rms_norm(x.data(), T, D, layer.ffn_norm.ptr(), eps);
+    moe_forward(config_, layer.ffn, config_.is_hash_layer(l), x.data(), ids.data(), T,
+                block_out.data());
+    hc_post(config_, mix, block_out.data(), streams.data(), T);
+  }
+  for (const SequenceChunk& c : batch.chunks) c.kv->advance(static_cast<int64_t>(c.tokens.size()));
+
+  // Only the rows that need logits go through hc_head, the norm and the vocabulary head.
+  std::vector<int64_t> rows;
+  Logits logits;
+  logits.vocab = V;
+  for (int64_t row = 0; const SequenceChunk& c : batch.chunks) {
+    const auto len = static_cast<int64_t>(c.tokens.size());
+    logits.chunk_rows.push_back(static_cast<int64_t>(rows.size()));
+    if (c.all_logits) {
+      for (int64_t i = 0; i < len; ++i) rows.push_back(row + i);
+    } else {
+      rows.push_back(row + len - 1);
+    }
+    row += len;
+  }
+  const auto R = static_cast<int64_t>(rows.size());
+  std::vector<float> picked(static_cast<size_t>(R * n * D)), y(static_cast<size_t>(R * D));
+  for (int64_t r = 0; r < R; ++r)
+    std::copy_n(streams.begin() + rows[r] * n * D, n * D, picked.begin() + r * n * D);
+  hc_head(config_, weights_, picked.data(), R, y.data());
+  ops::rms_norm(y.data(), R, D, weights_.norm.ptr(), eps);
+  logits.values.resize(static_cast<size_t>(R * V));
+  ops::linear(y.data(), R, weights_.head, logits.values.data());
+  return logits;
+}
+
+}  // namespace tessera::dsv4

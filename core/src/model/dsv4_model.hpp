@@ -1,0 +1,47 @@
+// The DeepSeek-V4 forward pass on CPU (fp32 everywhere, the reference every faster path is
+// compared with). Embedding -> hc_mult streams -> blocks (mHC + attention, mHC + MoE) -> hc_head
+// -> final norm -> logits. Attention and the cache go through plugins (AttentionContext).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_format.hpp"
+#include "kv/sequence_kv.hpp"
+#include "model/dsv4_config.hpp"
+#include "model/dsv4_weights.hpp"
+#include "model/forward_batch.hpp"
+#include "ops/rope.hpp"
+#include "plugins/plugin_instance.hpp"
+
+namespace tessera::dsv4 {
+
+struct Logits {
+  int64_t vocab = 0;
+  std::vector<float> values;        // [rows, vocab]
+  std::vector<int64_t> chunk_rows;  // first logits row of each chunk
+  const float* row(int64_t r) const { return values.data() + r * vocab; }
+};
+
+class Model {
+ public:
+  Model(const ModelConfig& config, const ModelWeights& weights, const KvFormat& kv_format,
+        const PluginInstance& attention, KvPools& pools);
+
+  // Runs one step; appends every chunk's tokens to its SequenceKv. Logits for the last token of
+  // each chunk, or all its tokens when chunk.all_logits.
+  Logits forward(const ForwardBatch& batch, ForwardStats* stats = nullptr);
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  const KvFormat& kv_format_;
+  const PluginInstance& attention_;
+  KvPools& pools_;
+  std::vector<ops::RopeTable> rope_;  // per layer
+  std::vector<uint8_t> workspace_;
+};
+
+}  // namespace tessera::dsv4

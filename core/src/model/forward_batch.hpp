@@ -1,0 +1,33 @@
+// What one model step runs: a chunk of new tokens for each of several sequences. Rows of every
+// activation tensor are the concatenation of the chunks, in order.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/sequence_kv.hpp"
+
+namespace tessera::dsv4 {
+
+struct SequenceChunk {
+  SequenceKv* kv = nullptr;         // its length() is the position of tokens[0]
+  std::span<const int32_t> tokens;  // new tokens of this step
+  bool all_logits = false;          // logits for every token (parity, scoring) or the last only
+};
+
+struct ForwardBatch {
+  std::vector<SequenceChunk> chunks;
+  int64_t total_tokens() const {
+    int64_t n = 0;
+    for (const auto& c : chunks) n += static_cast<int64_t>(c.tokens.size());
+    return n;
+  }
+};
+
+// Per-step counters (tests and metrics): indexer entries scored, etc.
+struct ForwardStats {
+  int64_t indexer_entries_scored = 0;
+};
+
+}  // namespace tessera::dsv4

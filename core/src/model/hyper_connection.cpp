@@ -1,0 +1,136 @@
+#include "model/hyper_connection.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/linear.hpp"
+#include "ops/norms.hpp"
+
+namespace tessera::dsv4 {
+
+namespace {
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// mix[T, rows] = (X_t flattened . fn^T) * rsqrt(mean(X_t^2) + eps)   (the unweighted-RMS input)
+std::vector<float> mix_logits(const ModelConfig& config, const Tensor& fn, const float* streams,
+                              int64_t tokens) {
+  const int64_t width = config.hc_mult * config.hidden_size;
+  const int64_t rows = fn.shape[0];
+  std::vector<float> mix(static_cast<size_t>(tokens * rows));
+  ops::linear(streams, tokens, fn, mix.data());
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float r =
+        ops::rms_scale(streams + t * width, width, static_cast<float>(config.rms_norm_eps));
+    for (int64_t i = 0; i < rows; ++i) mix[t * rows + i] *= r;
+  }
+  return mix;
+}
+
+// Sinkhorn-Knopp on an n x n matrix: column normalisation first, then (iters - 1) rounds of
+// row then column normalisation (Sinkhorn & Knopp 1967; DSV4.md §2.2 step 2).
+void sinkhorn(float* c, int64_t n, int64_t iters, float eps) {
+  auto normalise_columns = [&] {
+    for (int64_t k = 0; k < n; ++k) {
+      float sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += c[j * n + k];
+      for (int64_t j = 0; j < n; ++j) c[j * n + k] /= (sum + eps);
+    }
+  };
+  auto normalise_rows = [&] {
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += c[j * n + k];
+      for (int64_t k = 0; k < n; ++k) c[j * n + k] /= (sum + eps);
+    }
+  };
+  normalise_columns();
+  for (int64_t it = 1; it < iters; ++it) {
+    normalise_rows();
+    normalise_columns();
+  }
+}
+
+}  // namespace
+
+HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float* streams,
+             int64_t tokens, float* x_in) {
+  const int64_t n = config.hc_mult, D = config.hidden_size;
+  const float eps = static_cast<float>(config.hc_eps);
+  const std::vector<float> mix = mix_logits(config, site.fn, streams, tokens);
+  const int64_t rows = site.fn.shape[0];  // (2 + n) * n
+  const float* scale = site.scale.ptr();
+  const float* base = site.base.ptr();
+  HcMix out;
+  out.pre.resize(static_cast<size_t>(tokens * n));
+  out.post.resize(static_cast<size_t>(tokens * n));
+  out.comb.resize(static_cast<size_t>(tokens * n * n));
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* m = mix.data() + t * rows;
+    for (int64_t k = 0; k < n; ++k) {
+      out.pre[t * n + k] = sigmoid(m[k] * scale[0] + base[k]) + eps;
+      out.post[t * n + k] = 2.0f * sigmoid(m[n + k] * scale[1] + base[n + k]);
+    }
+    float* c = out.comb.data() + t * n * n;
+    for (int64_t j = 0; j < n; ++j) {  // softmax over the last axis of each row j
+      float row_max = -INFINITY;
+      for (int64_t k = 0; k < n; ++k) {
+        c[j * n + k] = m[2 * n + j * n + k] * scale[2] + base[2 * n + j * n + k];
+        row_max = std::max(row_max, c[j * n + k]);
+      }
+      float sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += (c[j * n + k] = std::exp(c[j * n + k] - row_max));
+      for (int64_t k = 0; k < n; ++k) c[j * n + k] = c[j * n + k] / sum + eps;
+    }
+    sinkhorn(c, n, config.hc_sinkhorn_iters, eps);
+    float* x = x_in + t * D;
+    std::fill(x, x + D, 0.0f);
+    for (int64_t k = 0; k < n; ++k) {
+      const float p = out.pre[t * n + k];
+      const float* s = streams + (t * n + k) * D;
+      for (int64_t i = 0; i < D; ++i) x[i] += p * s[i];
+    }
+  }
+  return out;
+}
+
+void hc_post(const ModelConfig& config, const HcMix& mix, const float* block_out, float* streams,
+             int64_t tokens) {
+  const int64_t n = config.hc_mult, D = config.hidden_size;
+  std::vector<float> old(static_cast<size_t>(n * D));
+  for (int64_t t = 0; t < tokens; ++t) {
+    float* X = streams + t * n * D;
+    std::copy(X, X + n * D, old.begin());
+    const float* c = mix.comb.data() + t * n * n;
+    const float* out = block_out + t * D;
+    for (int64_t k = 0; k < n; ++k) {
+      float* dst = X + k * D;
+      const float post = mix.post[t * n + k];
+      for (int64_t i = 0; i < D; ++i) dst[i] = post * out[i];
+      for (int64_t j = 0; j < n; ++j) {
+        const float w = c[j * n + k];
+        const float* src = old.data() + j * D;
+        for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
+      }
+    }
+  }
+}
+
+void hc_head(const ModelConfig& config, const ModelWeights& weights, const float* streams,
+             int64_t tokens, float* y) {
+  const int64_t n = config.hc_mult, D = config.hidden_size;
+  const std::vector<float> mix = mix_logits(config, weights.hc_head_fn, streams, tokens);
+  const float scale = weights.hc_head_scale.data[0];
+  for (int64_t t = 0; t < tokens; ++t) {
+    float* out = y + t * D;
+    std::fill(out, out + D, 0.0f);
+    for (int64_t k = 0; k < n; ++k) {
+      const float pre = sigmoid(mix[t * n + k] * scale + weights.hc_head_base.data[k]) +
+                        static_cast<float>(config.hc_eps);
+      const float* s = streams + (t * n + k) * D;
+      for (int64_t i = 0; i < D; ++i) out[i] += pre * s[i];
+    }
+  }
+}
+
+}  // namespace tessera::dsv4

@@ -1,0 +1,18 @@
+// DeepSeek-V4 mixture of experts (DSV4.md §2.6, TRANSFORMERS_NOTES.md §H): sqrt(softplus) router
+// scores, top-k selection with the correction bias (learned layers) or the token-id table (hash
+// layers), renormalised weights times routed_scaling_factor, clamped SwiGLU experts plus one
+// shared expert. Tokens are grouped by expert so each expert runs one GEMM per step.
+#pragma once
+
+#include <cstdint>
+
+#include "model/dsv4_config.hpp"
+#include "model/dsv4_weights.hpp"
+
+namespace tessera::dsv4 {
+
+// x [T, D] (post ffn_norm), token_ids [T] (for hash routing) -> out [T, D]
+void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, const float* x,
+                 const int32_t* token_ids, int64_t tokens, float* out);
+
+}  // namespace tessera::dsv4

@@ -1,0 +1,180 @@
+// Attention backend "reference" (CPU): the lightning indexer over the *visible* compressed
+// entries only, then sparse attention with the sink over window + selected compressed entries.
+// Reads any kv-cache format through the format plugin's load() (ts_kv_reader), so it is the
+// yardstick for every cache format and every faster backend.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "reference_kernels.hpp"
+#include "tessera/plugin_sdk.hpp"
+
+namespace {
+
+using tessera::sdk::fail;
+using tessera::sdk::ok;
+
+struct ReferenceAttention {
+  tessera::sdk::Logger log;
+};
+
+struct SequenceExtent {
+  int64_t last_position;
+  int64_t n_window;      // window rows to decode
+  int64_t n_compressed;  // compressed entries visible to the last query
+};
+
+SequenceExtent extent_of(const ts_attention_layer& layer, const ts_attention_sequence& seq) {
+  SequenceExtent e{};
+  e.last_position = seq.first_position + seq.n_queries - 1;
+  e.n_window = e.last_position - seq.window_first_position + 1;
+  e.n_compressed = 0;
+  if (layer.compress_ratio > 0)
+    e.n_compressed =
+        std::min<int64_t>(seq.n_compressed, (e.last_position + 1) / layer.compress_ratio);
+  return e;
+}
+
+ts_status validate(const ts_attention_layer* layer, const ts_attention_batch* batch) {
+  if (layer == nullptr || batch == nullptr)
+    return fail(TS_ERR_INVALID_ARGUMENT, "null layer or batch");
+  if (layer->compress_ratio != 0 && layer->compress_ratio != 4 && layer->compress_ratio != 128)
+    return fail(TS_ERR_UNSUPPORTED,
+                "compress_ratio must be 0, 4 or 128, got " + std::to_string(layer->compress_ratio));
+  for (int32_t s = 0; s < batch->n_sequences; ++s) {
+    const ts_attention_sequence& seq = batch->sequences[s];
+    const int64_t lowest = std::max<int64_t>(0, seq.first_position - layer->window + 1);
+    if (seq.window_first_position > lowest || seq.n_queries <= 0)
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "sequence " + std::to_string(s) + ": window slots start at position " +
+                      std::to_string(seq.window_first_position) + " but position " +
+                      std::to_string(lowest) + " is needed");
+    if (seq.query_offset < 0 || seq.query_offset + seq.n_queries > batch->n_tokens)
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "sequence " + std::to_string(s) + ": queries out of range");
+  }
+  return ok();
+}
+
+ts_status plan(ts_instance*, const ts_attention_layer* layer, const ts_attention_batch* batch,
+               size_t* workspace_bytes) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (ts_status s = validate(layer, batch); s.code != TS_OK) return s;
+    size_t most = 0;
+    for (int32_t s = 0; s < batch->n_sequences; ++s) {
+      const SequenceExtent e = extent_of(*layer, batch->sequences[s]);
+      const size_t floats = static_cast<size_t>((e.n_window + e.n_compressed) * layer->head_dim +
+                                                e.n_compressed * layer->index_head_dim);
+      most = std::max(most, floats * sizeof(float));
+    }
+    *workspace_bytes = most;
+    return ok();
+  });
+}
+
+ts_status load_rows(const ts_kv_reader& kv, const ts_kv_layout* layout, const uint8_t* pool,
+                    const int64_t* slots, int64_t n, float* out, ts_device device) {
+  if (n == 0) return ok();
+  return kv.table->load(kv.instance, layout, pool, slots, n, out, device);
+}
+
+ts_status run(ts_instance*, const ts_attention_layer* layer, const ts_attention_batch* batch,
+              const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
+              size_t workspace_bytes, ts_device device) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (ts_status s = validate(layer, batch); s.code != TS_OK) return s;
+    if (device.type != TS_DEVICE_CPU)
+      return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
+    const int32_t H = layer->n_heads, D = layer->head_dim, m = layer->compress_ratio;
+    const int32_t IH = layer->index_n_heads, ID = layer->index_head_dim;
+    auto* ws = static_cast<float*>(workspace);
+    out->entries_scored = 0;
+    for (int32_t s = 0; s < batch->n_sequences; ++s) {
+      const ts_attention_sequence& seq = batch->sequences[s];
+      const SequenceExtent e = extent_of(*layer, seq);
+      const size_t need =
+          static_cast<size_t>((e.n_window + e.n_compressed) * D + e.n_compressed * ID) *
+          sizeof(float);
+      if (need > workspace_bytes)
+        return fail(TS_ERR_INVALID_ARGUMENT, "workspace smaller than plan()");
+      float* window_rows = ws;                             // [n_window, D]
+      float* comp_rows = ws + e.n_window * D;              // [n_compressed, D]
+      float* index_keys = comp_rows + e.n_compressed * D;  // [n_compressed, ID]
+      ts_status st = load_rows(in->kv, in->kv.main_layout, in->kv_pool, seq.window_slots,
+                               e.n_window, window_rows, device);
+      if (st.code != TS_OK) return st;
+      st = load_rows(in->kv, in->kv.main_layout, in->kv_pool, seq.compressed_slots, e.n_compressed,
+                     comp_rows, device);
+      if (st.code != TS_OK) return st;
+      if (m == 4) {
+        st = load_rows(in->kv, in->kv.indexer_layout, in->index_pool, seq.indexer_slots,
+                       e.n_compressed, index_keys, device);
+        if (st.code != TS_OK) return st;
+      }
+      std::vector<const float*> rows;
+      for (int32_t i = 0; i < seq.n_queries; ++i) {
+        const int64_t p = seq.first_position + i;
+        const int64_t token = seq.query_offset + i;
+        rows.clear();
+        const int64_t lo = std::max<int64_t>(0, p - layer->window + 1);
+        for (int64_t pos = lo; pos <= p; ++pos)
+          rows.push_back(window_rows + (pos - seq.window_first_position) * D);
+        const int64_t visible = m > 0 ? std::min<int64_t>(e.n_compressed, (p + 1) / m) : 0;
+        int32_t* selected = out->selected ? out->selected + token * layer->index_topk : nullptr;
+        if (m == 4) {
+          const auto pick = tessera::reference::indexer_select(
+              in->index_q + token * IH * ID, in->index_w + token * IH, IH, ID, index_keys, visible,
+              layer->index_topk);
+          out->entries_scored += visible;
+          for (int32_t k : pick) rows.push_back(comp_rows + static_cast<int64_t>(k) * D);
+          if (selected)
+            for (int32_t j = 0; j < layer->index_topk; ++j)
+              selected[j] = j < static_cast<int32_t>(pick.size()) ? pick[j] : -1;
+        } else {
+          for (int64_t k = 0; k < visible; ++k) rows.push_back(comp_rows + k * D);
+        }
+        tessera::reference::attend_with_sink(
+            in->q + token * H * D, H, D, rows.data(), static_cast<int64_t>(rows.size()),
+            layer->softmax_scale, layer->attn_sink, out->out + token * H * D);
+      }
+    }
+    return ok();
+  });
+}
+
+ts_status check_support(const char*, ts_device device) {
+  if (device.type != TS_DEVICE_CPU)
+    return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
+  return ok();
+}
+
+ts_status create(const ts_host_api* host, const char*, ts_device, ts_instance** out) {
+  return tessera::sdk::create_instance<ReferenceAttention>(
+      out, ReferenceAttention{tessera::sdk::Logger(host, "reference")});
+}
+
+void destroy(ts_instance* instance) {
+  tessera::sdk::destroy_instance<ReferenceAttention>(instance);
+}
+
+const ts_attention_table kTable = {sizeof(ts_attention_table), plan, run};
+
+const ts_plugin_descriptor kDescriptor = {
+    sizeof(ts_plugin_descriptor),
+    TS_ABI_MAJOR,
+    TS_ABI_MINOR,
+    TS_KIND_ATTENTION,
+    "reference",
+    "1.0.0",
+    "{\"compiler\":\"" __VERSION__ "\",\"cuda\":null,\"sm\":[]}",
+    R"({"type":"object","properties":{},"additionalProperties":false})",
+    R"({"devices":["cpu"],"kv_formats":["any"],"cuda_graph":false})",
+    check_support,
+    create,
+    destroy,
+    &kTable,
+};
+
+}  // namespace
+
+TESSERA_DEFINE_PLUGIN(kDescriptor)

@@ -1,0 +1,162 @@
+// kv-cache format "bf16": the unquantized latent cache. Each entry is its `dim` values rounded to
+// bfloat16 (round-to-nearest-even), stored as one contiguous record; no scales. Main entries take
+// 512 x 2 = 1024 B, indexer keys 128 x 2 = 256 B (DSV4.md §4, sglang's unified bf16 layout).
+//
+// Page layout (entries_per_page records, token-major):
+//   [ e0: payload (dim - rope_dim) bf16 | rope (rope_dim) bf16 ][ e1 ... ] ...
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "tessera/plugin_sdk.hpp"
+
+namespace {
+
+using tessera::sdk::fail;
+using tessera::sdk::ok;
+
+struct Bf16Cache {
+  tessera::sdk::Logger log;
+};
+
+// fp32 -> bf16 with round-to-nearest-even on the dropped 16 bits (inputs are finite here).
+uint16_t to_bf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float from_bf16(uint16_t half) {
+  const uint32_t bits = static_cast<uint32_t>(half) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+void copy_name(char (&dst)[16], const char* src) {
+  std::memset(dst, 0, sizeof dst);
+  std::strncpy(dst, src, sizeof dst - 1);
+}
+
+ts_status describe(ts_instance*, int32_t stream, int32_t dim, int32_t rope_dim,
+                   int32_t entries_per_page, ts_kv_layout* out) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (out == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "describe: out is null");
+    if (stream != TS_KV_MAIN && stream != TS_KV_INDEXER)
+      return fail(TS_ERR_INVALID_ARGUMENT, "describe: unknown stream " + std::to_string(stream));
+    if (dim <= 0 || rope_dim < 0 || rope_dim > dim || entries_per_page <= 0)
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "describe: need dim > 0, 0 <= rope_dim <= dim, entries_per_page > 0 (got dim " +
+                      std::to_string(dim) + ", rope_dim " + std::to_string(rope_dim) +
+                      ", entries_per_page " + std::to_string(entries_per_page) + ")");
+    ts_kv_layout layout{};
+    layout.struct_size = sizeof(ts_kv_layout);
+    layout.stream = stream;
+    layout.dim = dim;
+    layout.rope_dim = rope_dim;
+    layout.entries_per_page = entries_per_page;
+    layout.bytes_per_entry = static_cast<uint64_t>(dim) * 2;
+    layout.page_bytes = layout.bytes_per_entry * static_cast<uint64_t>(entries_per_page);
+    layout.payload_offset = 0;
+    layout.payload_stride = layout.bytes_per_entry;
+    layout.rope_offset = static_cast<uint64_t>(dim - rope_dim) * 2;
+    layout.rope_stride = layout.bytes_per_entry;
+    layout.scale_offset = 0;
+    layout.scale_stride = 0;
+    copy_name(layout.payload_dtype, "bf16");
+    copy_name(layout.rope_dtype, "bf16");
+    copy_name(layout.scale_dtype, "");
+    *out = layout;
+    return ok();
+  });
+}
+
+uint8_t* record(uint8_t* pool, const ts_kv_layout& l, int64_t slot) {
+  const int64_t page = slot / l.entries_per_page;
+  const int64_t entry = slot % l.entries_per_page;
+  return pool + page * l.page_bytes + l.payload_offset + entry * l.payload_stride;
+}
+
+ts_status check_call(const ts_kv_layout* layout, const int64_t* slots, int64_t n,
+                     ts_device device) {
+  if (layout == nullptr || (n > 0 && slots == nullptr))
+    return fail(TS_ERR_INVALID_ARGUMENT, "layout or slots is null");
+  if (device.type != TS_DEVICE_CPU)
+    return fail(TS_ERR_UNSUPPORTED, "the bf16 cache plugin runs on CPU only");
+  for (int64_t i = 0; i < n; ++i)
+    if (slots[i] < 0)
+      return fail(TS_ERR_INVALID_ARGUMENT, "negative slot at index " + std::to_string(i));
+  return ok();
+}
+
+ts_status store(ts_instance*, const ts_kv_layout* layout, const float* rows, int64_t n,
+                const int64_t* slots, uint8_t* pool, ts_device device) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (ts_status s = check_call(layout, slots, n, device); s.code != TS_OK) return s;
+    const int64_t dim = layout->dim;
+    for (int64_t i = 0; i < n * dim; ++i)  // validate everything before writing anything
+      if (!std::isfinite(rows[i]))
+        return fail(TS_ERR_NUMERIC, "store: non-finite value in row " + std::to_string(i / dim) +
+                                        ", channel " + std::to_string(i % dim));
+    for (int64_t i = 0; i < n; ++i) {
+      uint8_t* dst = record(pool, *layout, slots[i]);
+      for (int64_t c = 0; c < dim; ++c) {
+        const uint16_t h = to_bf16(rows[i * dim + c]);
+        std::memcpy(dst + 2 * c, &h, 2);
+      }
+    }
+    return ok();
+  });
+}
+
+ts_status load(ts_instance*, const ts_kv_layout* layout, const uint8_t* pool, const int64_t* slots,
+               int64_t n, float* rows, ts_device device) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (ts_status s = check_call(layout, slots, n, device); s.code != TS_OK) return s;
+    const int64_t dim = layout->dim;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* src = record(const_cast<uint8_t*>(pool), *layout, slots[i]);
+      for (int64_t c = 0; c < dim; ++c) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * c, 2);
+        rows[i * dim + c] = from_bf16(h);
+      }
+    }
+    return ok();
+  });
+}
+
+ts_status check_support(const char*, ts_device device) {
+  if (device.type != TS_DEVICE_CPU) return fail(TS_ERR_UNSUPPORTED, "bf16 cache: CPU only");
+  return ok();
+}
+
+ts_status create(const ts_host_api* host, const char*, ts_device, ts_instance** out) {
+  return tessera::sdk::create_instance<Bf16Cache>(out,
+                                                  Bf16Cache{tessera::sdk::Logger(host, "bf16")});
+}
+
+void destroy(ts_instance* instance) { tessera::sdk::destroy_instance<Bf16Cache>(instance); }
+
+const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load};
+
+const ts_plugin_descriptor kDescriptor = {
+    sizeof(ts_plugin_descriptor),
+    TS_ABI_MAJOR,
+    TS_ABI_MINOR,
+    TS_KIND_KV_CACHE,
+    "bf16",
+    "1.0.0",
+    "{\"compiler\":\"" __VERSION__ "\",\"cuda\":null,\"sm\":[]}",
+    R"({"type":"object","properties":{},"additionalProperties":false})",
+    R"({"devices":["cpu"],"bytes_per_entry":{"main_512":1024,"indexer_128":256}})",
+    check_support,
+    create,
+    destroy,
+    &kTable,
+};
+
+}  // namespace
+
+TESSERA_DEFINE_PLUGIN(kDescriptor)
