@@ -1,0 +1,96 @@
+#include "runtime/runtime.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "util/check.hpp"
+
+namespace tessera {
+
+namespace {
+
+constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
+
+std::filesystem::path resolve_model_path(const Config& config) {
+  const std::filesystem::path raw(config.model.path);
+  if (raw.is_absolute() || std::filesystem::exists(raw)) return raw;
+  const auto beside = std::filesystem::path(config.source_name).parent_path() / raw;
+  if (std::filesystem::exists(beside)) return beside;
+  throw Error(config.location_of("model.path").to_string() + ": model directory `" + raw.string() +
+              "` not found (looked in the working directory and next to the "
+              "config file)");
+}
+
+}  // namespace
+
+RuntimeOptions RuntimeOptions::from_config(const Config& config) {
+  RuntimeOptions o;
+  o.model_dir = resolve_model_path(config);
+  o.kv_plugin = config.kv_cache.plugin;
+  o.kv_options_json = config.kv_cache.options_json.empty() ? "{}" : config.kv_cache.options_json;
+  o.attention_plugin = config.attention.plugin;
+  o.attention_options_json =
+      config.attention.options_json.empty() ? "{}" : config.attention.options_json;
+  o.sampler_plugin = config.sampler.plugin;
+  o.sampler_options_json = config.sampler.options_json.empty() ? "{}" : config.sampler.options_json;
+  o.page_size = config.kv_cache.page_size;
+  o.memory_gib = config.kv_cache.memory_gib;
+  o.max_context = config.model.max_context;
+  for (const auto& dir : config.plugins.search_path) o.plugin_dirs.emplace_back(dir);
+  TS_CHECK(config.executor.device == "cpu",
+           "{}: executor.device = \"{}\" is not available in this build path yet; use \"cpu\"",
+           config.location_of("executor.device").to_string(), config.executor.device);
+  return o;
+}
+
+Runtime::Runtime(const RuntimeOptions& options) : options_(options) { build(nullptr); }
+
+Runtime::Runtime(const RuntimeOptions& options, std::shared_ptr<const dsv4::ModelWeights> weights)
+    : options_(options) {
+  build(std::move(weights));
+}
+
+void Runtime::build(std::shared_ptr<const dsv4::ModelWeights> weights) {
+  std::vector<std::filesystem::path> dirs = options_.plugin_dirs;
+  for (auto& d : PluginRegistry::default_search_path()) dirs.push_back(d);
+  registry_.discover(dirs);
+
+  model_config_ = dsv4::load_model_config(options_.model_dir);
+  weights_ = weights ? std::move(weights)
+                     : std::make_shared<const dsv4::ModelWeights>(
+                           dsv4::load_model_weights(options_.model_dir, model_config_));
+
+  auto create = [&](ts_plugin_kind kind, const std::string& name, const std::string& opts) {
+    return registry_.create(registry_.find(kind, name), opts, kCpu);
+  };
+  kv_format_ = std::make_unique<KvFormat>(
+      create(TS_KIND_KV_CACHE, options_.kv_plugin, options_.kv_options_json),
+      static_cast<int32_t>(model_config_.head_dim), static_cast<int32_t>(model_config_.rope_dim),
+      static_cast<int32_t>(model_config_.index_head_dim), static_cast<int32_t>(options_.page_size));
+  attention_ =
+      create(TS_KIND_ATTENTION, options_.attention_plugin, options_.attention_options_json);
+  sampler_ = create(TS_KIND_SAMPLER, options_.sampler_plugin, options_.sampler_options_json);
+
+  const int64_t max_context =
+      options_.max_context > 0 ? options_.max_context : model_config_.max_position_embeddings;
+  const auto budget = static_cast<uint64_t>(std::llround(options_.memory_gib * (1ull << 30)));
+  plan_ = plan_kv_memory(model_config_, kv_format_->main_layout(), kv_format_->indexer_layout(),
+                         budget, max_context);
+  const ts_kv_layout& main = kv_format_->main_layout();
+  const ts_kv_layout& idx = kv_format_->indexer_layout();
+  pools_ = std::make_unique<KvPools>(
+      KvPools{PagePool(main.page_bytes, main.entries_per_page, plan_.main_pages),
+              PagePool(idx.page_bytes > 0 ? idx.page_bytes : main.page_bytes, main.entries_per_page,
+                       plan_.indexer_pages)});
+  model_ =
+      std::make_unique<dsv4::Model>(model_config_, *weights_, *kv_format_, attention_, *pools_);
+  spdlog::info(
+      "runtime: kv `{}` ({} B/entry main, {} B/entry indexer), {} + {} pages = {:.1f} MiB, "
+      "~{} context tokens; attention `{}`; sampler `{}`",
+      kv_format_->name(), main.bytes_per_entry, idx.bytes_per_entry, plan_.main_pages,
+      plan_.indexer_pages, plan_.bytes / 1048576.0, plan_.token_capacity, attention_.name(),
+      sampler_.name());
+}
+
+}  // namespace tessera
