@@ -1,0 +1,200 @@
+// The one place where the configuration's tables and keys are declared. Add a key here (and a
+// member to Config): validation, defaults and docs/config.md follow from this entry.
+#include "config/config_schema.hpp"
+
+#include <limits>
+
+namespace tessera::config_schema {
+
+namespace {
+
+// Field accessor for a Config member: TS_CONFIG_FIELD(kv_cache.page_size).
+#define TS_CONFIG_FIELD(member) \
+  [](Config & c) -> auto& { return c.member; }
+
+constexpr std::int64_t kMebi = 1 << 20;
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+
+KeySpec text(std::string_view table, std::string_view key, StringField field,
+             DefaultValue default_value, std::string_view doc) {
+  return KeySpec{table, key, field, std::move(default_value), {}, {}, {}, doc};
+}
+
+KeySpec choice(std::string_view table, std::string_view key, StringField field,
+               std::string_view default_value, std::vector<std::string_view> choices,
+               std::string_view doc) {
+  return KeySpec{table, key, field, default_value, {}, {}, std::move(choices), doc};
+}
+
+KeySpec integer(std::string_view table, std::string_view key, IntegerField field,
+                std::int64_t default_value, IntegerRange range, std::string_view doc) {
+  return KeySpec{table, key, field, default_value, range, {}, {}, doc};
+}
+
+KeySpec real(std::string_view table, std::string_view key, FloatField field, double default_value,
+             FloatRange range, std::string_view doc) {
+  return KeySpec{table, key, field, default_value, {}, range, {}, doc};
+}
+
+KeySpec boolean(std::string_view table, std::string_view key, BoolField field, bool default_value,
+                std::string_view doc) {
+  return KeySpec{table, key, field, default_value, {}, {}, {}, doc};
+}
+
+KeySpec string_list(std::string_view table, std::string_view key, StringListField field,
+                    std::vector<std::string_view> default_value, std::string_view doc) {
+  return KeySpec{table, key, field, std::move(default_value), {}, {}, {}, doc};
+}
+
+}  // namespace
+
+const std::vector<TableSpec>& tables() {
+  static const std::vector<TableSpec> kTables = {
+      {"model", TableKind::kFixed, nullptr, "The checkpoint to serve."},
+      {"executor", TableKind::kFixed, nullptr, "Where the model runs."},
+      {"kv_cache", TableKind::kFixed, nullptr,
+       "The KV-cache format plugin and how much memory it gets."},
+      {"kv_cache.options", TableKind::kOptions, TS_CONFIG_FIELD(kv_cache.options_json),
+       "Options of the kv-cache plugin, validated by that plugin's schema "
+       "(`tessera plugins` shows it)."},
+      {"attention", TableKind::kFixed, nullptr, "The attention backend plugin."},
+      {"attention.options", TableKind::kOptions, TS_CONFIG_FIELD(attention.options_json),
+       "Options of the attention plugin, validated by that plugin's schema."},
+      {"sampler", TableKind::kFixed, nullptr, "The sampler plugin."},
+      {"sampler.defaults", TableKind::kFixed, nullptr,
+       "Sampling parameters used when a request leaves them out. A request's own values always "
+       "win (within [limits])."},
+      {"sampler.options", TableKind::kOptions, TS_CONFIG_FIELD(sampler.options_json),
+       "Options of the sampler plugin, validated by that plugin's schema."},
+      {"frontend", TableKind::kPluginEntries, nullptr,
+       "Zero or more `[[frontend]]` entries. Each names its `plugin` (required, e.g. \"http\" or "
+       "\"grpc\"); every other key of the entry (`listen`, ...) is an option of that plugin, "
+       "validated by the plugin's schema. Two entries may use the same plugin (e.g. two ports)."},
+      {"scheduler", TableKind::kFixed, nullptr, "Continuous batching."},
+      {"limits", TableKind::kFixed, nullptr,
+       "Hard per-request and per-server limits. A request beyond them is refused with a clear "
+       "error (HTTP 400), never truncated silently."},
+      {"generation", TableKind::kFixed, nullptr, "Generation policies applied by the engine."},
+      {"generation.repetition_guard", TableKind::kFixed, nullptr,
+       "Degeneration detector: the output ends with an n-gram (length 1..max_ngram) repeated "
+       "back to back at least min_repeats times."},
+      {"plugins", TableKind::kFixed, nullptr, "Where plugins are looked for."},
+      {"log", TableKind::kFixed, nullptr, "Logging."},
+  };
+  return kTables;
+}
+
+const std::vector<KeySpec>& keys() {
+  static const std::vector<KeySpec> kKeys = {
+      // [model]
+      text("model", "path", TS_CONFIG_FIELD(model.path), Required{},
+           "Directory of a Hugging Face checkpoint (config.json, *.safetensors, tokenizer.json). "
+           "Relative paths are relative to the working directory."),
+      integer("model", "max_context", TS_CONFIG_FIELD(model.max_context), 8192, {1, kMebi},
+              "Longest sequence (prompt + output) served, in tokens. Bounds KV memory per "
+              "sequence; DeepSeek-V4 supports up to 1M."),
+      choice("model", "dtype", TS_CONFIG_FIELD(model.dtype), "auto", {"auto", "fp32", "bf16"},
+             "Activation dtype of the core ops. \"auto\": fp32 on CPU (the reference path), "
+             "bf16 on CUDA. Accumulation is fp32 in every case."),
+      // [executor]
+      choice("executor", "device", TS_CONFIG_FIELD(executor.device), "cpu", {"cpu", "cuda"},
+             "\"cpu\" runs every rank on host threads; \"cuda\" puts rank i on GPU i."),
+      integer("executor", "tensor_parallel", TS_CONFIG_FIELD(executor.tensor_parallel), 1, {1, 8},
+              "Number of ranks (one per GPU, or CPU ranks in one process)."),
+      integer("executor", "threads", TS_CONFIG_FIELD(executor.threads), 0, {0, 1024},
+              "CPU worker threads in all; 0 uses every hardware thread, shared among the ranks."),
+      // [kv_cache]
+      text("kv_cache", "plugin", TS_CONFIG_FIELD(kv_cache.plugin), std::string_view("bf16"),
+           "KV-cache format plugin: \"bf16\", \"fp8\" or any installed format."),
+      integer("kv_cache", "page_size", TS_CONFIG_FIELD(kv_cache.page_size), 64, {1, 4096},
+              "Entries per cache page (the allocation and prefix-sharing unit)."),
+      real("kv_cache", "memory_gib", TS_CONFIG_FIELD(kv_cache.memory_gib), 2.0,
+           {0, 65536, /*min_exclusive=*/true},
+           "Memory reserved for cache pages on each rank, in GiB (2^30 bytes)."),
+      // [attention]
+      text("attention", "plugin", TS_CONFIG_FIELD(attention.plugin), std::string_view("reference"),
+           "Attention backend plugin: \"reference\" (CPU and CUDA), \"mma\" (CUDA) or any "
+           "installed backend."),
+      // [sampler]
+      text("sampler", "plugin", TS_CONFIG_FIELD(sampler.plugin), std::string_view("standard"),
+           "Sampler plugin."),
+      real("sampler.defaults", "temperature", TS_CONFIG_FIELD(sampler.defaults.temperature), 1.0,
+           {0, 2}, "0 is greedy (argmax)."),
+      real("sampler.defaults", "top_p", TS_CONFIG_FIELD(sampler.defaults.top_p), 1.0,
+           {0, 1, /*min_exclusive=*/true}, "Nucleus sampling (Holtzman et al. 2019); 1 is off."),
+      integer("sampler.defaults", "top_k", TS_CONFIG_FIELD(sampler.defaults.top_k), 0, {0, kMebi},
+              "Keep the k most likely tokens; 0 is off."),
+      real("sampler.defaults", "min_p", TS_CONFIG_FIELD(sampler.defaults.min_p), 0.0, {0, 1},
+           "Drop tokens less likely than min_p times the most likely one; 0 is off."),
+      real("sampler.defaults", "repetition_penalty",
+           TS_CONFIG_FIELD(sampler.defaults.repetition_penalty), 1.0,
+           {0, 10, /*min_exclusive=*/true},
+           "CTRL-style penalty on prompt and output tokens (Keskar et al. 2019); 1 is off."),
+      real("sampler.defaults", "frequency_penalty",
+           TS_CONFIG_FIELD(sampler.defaults.frequency_penalty), 0.0, {-2, 2},
+           "OpenAI rule, output tokens only: logit -= penalty * count; 0 is off."),
+      real("sampler.defaults", "presence_penalty",
+           TS_CONFIG_FIELD(sampler.defaults.presence_penalty), 0.0, {-2, 2},
+           "OpenAI rule, output tokens only: logit -= penalty if seen; 0 is off."),
+      integer("sampler.defaults", "max_tokens", TS_CONFIG_FIELD(sampler.defaults.max_tokens), 4096,
+              {1, kMebi},
+              "Output tokens (reasoning included) when a request does not say; at most "
+              "limits.max_tokens."),
+      integer("sampler.defaults", "seed", TS_CONFIG_FIELD(sampler.defaults.seed), -1,
+              {-1, kInt64Max}, "-1 draws a fresh random seed per request."),
+      // [scheduler]
+      integer("scheduler", "max_running_sequences",
+              TS_CONFIG_FIELD(scheduler.max_running_sequences), 64, {1, 4096},
+              "Sequences decoded together in one step."),
+      integer("scheduler", "max_batched_tokens", TS_CONFIG_FIELD(scheduler.max_batched_tokens),
+              8192, {1, kMebi},
+              "Tokens (prefill + decode) in one step; at least max_running_sequences."),
+      integer("scheduler", "chunked_prefill_size", TS_CONFIG_FIELD(scheduler.chunked_prefill_size),
+              2048, {0, kMebi},
+              "Longest prefill chunk, so long prompts do not stall decoding; 0 prefills a "
+              "prompt in one step. At most max_batched_tokens."),
+      boolean("scheduler", "prefix_cache", TS_CONFIG_FIELD(scheduler.prefix_cache), true,
+              "Reuse the KV pages of a shared prompt prefix (whole pages only)."),
+      // [limits]
+      integer("limits", "max_tokens", TS_CONFIG_FIELD(limits.max_tokens), 8192, {1, kMebi},
+              "Largest max_tokens a request may ask for; at most model.max_context."),
+      integer("limits", "max_n", TS_CONFIG_FIELD(limits.max_n), 8, {1, 128},
+              "Largest n (choices per request)."),
+      integer("limits", "max_logprobs", TS_CONFIG_FIELD(limits.max_logprobs), 20, {0, 100},
+              "Largest top_logprobs a request may ask for (OpenAI allows 20)."),
+      integer("limits", "max_body_bytes", TS_CONFIG_FIELD(limits.max_body_bytes), 8 * kMebi,
+              {1024, 1024 * kMebi}, "Largest request body a frontend accepts, in bytes."),
+      integer("limits", "max_queue", TS_CONFIG_FIELD(limits.max_queue), 1024, {1, kMebi},
+              "Requests waiting for a slot; beyond it new requests are refused (HTTP 429)."),
+      // [generation]
+      choice("generation.repetition_guard", "mode",
+             TS_CONFIG_FIELD(generation.repetition_guard.mode), "warn", {"off", "warn", "stop"},
+             "\"warn\" counts degenerate outputs in the metrics and logs them; \"stop\" also "
+             "ends the choice (finish_reason \"repetition\"); \"off\" skips the check."),
+      integer("generation.repetition_guard", "min_repeats",
+              TS_CONFIG_FIELD(generation.repetition_guard.min_repeats), 8, {2, 1024},
+              "Back-to-back repeats of one n-gram that count as degenerate."),
+      integer("generation.repetition_guard", "max_ngram",
+              TS_CONFIG_FIELD(generation.repetition_guard.max_ngram), 32, {1, 1024},
+              "Longest n-gram checked."),
+      integer("generation", "max_reasoning_tokens",
+              TS_CONFIG_FIELD(generation.max_reasoning_tokens), 0, {0, kMebi},
+              "Thinking-mode budget: past it the engine closes the reasoning block and the answer "
+              "follows; 0 is unlimited."),
+      integer("generation", "min_answer_tokens", TS_CONFIG_FIELD(generation.min_answer_tokens), 0,
+              {0, kMebi},
+              "Tokens of max_tokens kept for the answer: reasoning is closed once fewer remain."),
+      // [plugins]
+      string_list("plugins", "search_path", TS_CONFIG_FIELD(plugins.search_path), {},
+                  "Directories searched for plugins before the default path "
+                  "($TESSERA_PLUGIN_PATH, <exe dir>/plugins, the install dir)."),
+      // [log]
+      choice("log", "level", TS_CONFIG_FIELD(log.level), "info",
+             {"trace", "debug", "info", "warn", "error", "off"}, "Least severe level printed."),
+  };
+  return kKeys;
+}
+
+#undef TS_CONFIG_FIELD
+
+}  // namespace tessera::config_schema
