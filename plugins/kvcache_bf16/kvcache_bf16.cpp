@@ -4,8 +4,12 @@
 //
 // Page layout (entries_per_page records, token-major):
 //   [ e0: payload (dim - rope_dim) bf16 | rope (rope_dim) bf16 ][ e1 ... ] ...
+//
+// Option `storage = "fp32"` keeps the values unrounded (4 B each): the exact cache that parity
+// tests against fp32 references (transformers) need. It is not a serving format.
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tessera/plugin_sdk.hpp"
@@ -17,7 +21,10 @@ using tessera::sdk::ok;
 
 struct Bf16Cache {
   tessera::sdk::Logger log;
+  bool fp32 = false;  // storage = "fp32"
 };
+
+Bf16Cache& cache(ts_instance* self) { return tessera::sdk::self<Bf16Cache>(self); }
 
 // fp32 -> bf16 with round-to-nearest-even on the dropped 16 bits (inputs are finite here).
 uint16_t to_bf16(float value) {
@@ -39,7 +46,7 @@ void copy_name(char (&dst)[16], const char* src) {
   std::strncpy(dst, src, sizeof dst - 1);
 }
 
-ts_status describe(ts_instance*, int32_t stream, int32_t dim, int32_t rope_dim,
+ts_status describe(ts_instance* self, int32_t stream, int32_t dim, int32_t rope_dim,
                    int32_t entries_per_page, ts_kv_layout* out) {
   return tessera::sdk::guarded([&]() -> ts_status {
     if (out == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "describe: out is null");
@@ -56,16 +63,17 @@ ts_status describe(ts_instance*, int32_t stream, int32_t dim, int32_t rope_dim,
     layout.dim = dim;
     layout.rope_dim = rope_dim;
     layout.entries_per_page = entries_per_page;
-    layout.bytes_per_entry = static_cast<uint64_t>(dim) * 2;
+    const uint64_t value_bytes = cache(self).fp32 ? 4 : 2;
+    layout.bytes_per_entry = static_cast<uint64_t>(dim) * value_bytes;
     layout.page_bytes = layout.bytes_per_entry * static_cast<uint64_t>(entries_per_page);
     layout.payload_offset = 0;
     layout.payload_stride = layout.bytes_per_entry;
-    layout.rope_offset = static_cast<uint64_t>(dim - rope_dim) * 2;
+    layout.rope_offset = static_cast<uint64_t>(dim - rope_dim) * value_bytes;
     layout.rope_stride = layout.bytes_per_entry;
     layout.scale_offset = 0;
     layout.scale_stride = 0;
-    copy_name(layout.payload_dtype, "bf16");
-    copy_name(layout.rope_dtype, "bf16");
+    copy_name(layout.payload_dtype, cache(self).fp32 ? "fp32" : "bf16");
+    copy_name(layout.rope_dtype, cache(self).fp32 ? "fp32" : "bf16");
     copy_name(layout.scale_dtype, "");
     *out = layout;
     return ok();
@@ -90,7 +98,7 @@ ts_status check_call(const ts_kv_layout* layout, const int64_t* slots, int64_t n
   return ok();
 }
 
-ts_status store(ts_instance*, const ts_kv_layout* layout, const float* rows, int64_t n,
+ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
                 const int64_t* slots, uint8_t* pool, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
     if (ts_status s = check_call(layout, slots, n, device); s.code != TS_OK) return s;
@@ -101,6 +109,10 @@ ts_status store(ts_instance*, const ts_kv_layout* layout, const float* rows, int
                                         ", channel " + std::to_string(i % dim));
     for (int64_t i = 0; i < n; ++i) {
       uint8_t* dst = record(pool, *layout, slots[i]);
+      if (cache(self).fp32) {
+        std::memcpy(dst, rows + i * dim, static_cast<size_t>(dim) * sizeof(float));
+        continue;
+      }
       for (int64_t c = 0; c < dim; ++c) {
         const uint16_t h = to_bf16(rows[i * dim + c]);
         std::memcpy(dst + 2 * c, &h, 2);
@@ -110,13 +122,17 @@ ts_status store(ts_instance*, const ts_kv_layout* layout, const float* rows, int
   });
 }
 
-ts_status load(ts_instance*, const ts_kv_layout* layout, const uint8_t* pool, const int64_t* slots,
-               int64_t n, float* rows, ts_device device) {
+ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* pool,
+               const int64_t* slots, int64_t n, float* rows, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
     if (ts_status s = check_call(layout, slots, n, device); s.code != TS_OK) return s;
     const int64_t dim = layout->dim;
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t* src = record(const_cast<uint8_t*>(pool), *layout, slots[i]);
+      if (cache(self).fp32) {
+        std::memcpy(rows + i * dim, src, static_cast<size_t>(dim) * sizeof(float));
+        continue;
+      }
       for (int64_t c = 0; c < dim; ++c) {
         uint16_t h;
         std::memcpy(&h, src + 2 * c, 2);
@@ -149,8 +165,8 @@ const ts_plugin_descriptor kDescriptor = {
     "bf16",
     "1.0.0",
     "{\"compiler\":\"" __VERSION__ "\",\"cuda\":null,\"sm\":[]}",
-    R"({"type":"object","properties":{},"additionalProperties":false})",
-    R"({"devices":["cpu"],"bytes_per_entry":{"main_512":1024,"indexer_128":256}})",
+    R"json({"type":"object","properties":{"storage":{"type":"string","enum":["bf16","fp32"],"default":"bf16","description":"fp32 keeps values unrounded, for parity tests only"}},"additionalProperties":false})json",
+    R"({"devices":["cpu"],"bytes_per_entry":{"main_512":1024,"indexer_128":256},"fp32_storage_bytes_per_entry":{"main_512":2048,"indexer_128":512}})",
     check_support,
     create,
     destroy,
