@@ -9,5 +9,6 @@ namespace tessera::cli {
 
 void add_plugins_command(CLI::App& app);  // tessera plugins [--json]
 void add_config_command(CLI::App& app);   // tessera config check FILE
+void add_bench_command(CLI::App& app);    // tessera bench decode|...
 
 }  // namespace tessera::cli

@@ -44,19 +44,26 @@ RuntimeOptions RuntimeOptions::from_config(const Config& config) {
   return o;
 }
 
-Runtime::Runtime(const RuntimeOptions& options) : options_(options) { build(nullptr); }
+Runtime::Runtime(const RuntimeOptions& options) : options_(options) { build(nullptr, nullptr); }
 
 Runtime::Runtime(const RuntimeOptions& options, std::shared_ptr<const dsv4::ModelWeights> weights)
     : options_(options) {
-  build(std::move(weights));
+  build(nullptr, std::move(weights));
 }
 
-void Runtime::build(std::shared_ptr<const dsv4::ModelWeights> weights) {
+Runtime::Runtime(const RuntimeOptions& options, const dsv4::ModelConfig& config,
+                 std::shared_ptr<const dsv4::ModelWeights> weights)
+    : options_(options) {
+  build(&config, std::move(weights));
+}
+
+void Runtime::build(const dsv4::ModelConfig* config,
+                    std::shared_ptr<const dsv4::ModelWeights> weights) {
   std::vector<std::filesystem::path> dirs = options_.plugin_dirs;
   for (auto& d : PluginRegistry::default_search_path()) dirs.push_back(d);
   registry_.discover(dirs);
 
-  model_config_ = dsv4::load_model_config(options_.model_dir);
+  model_config_ = config ? *config : dsv4::load_model_config(options_.model_dir);
   weights_ = weights ? std::move(weights)
                      : std::make_shared<const dsv4::ModelWeights>(
                            dsv4::load_model_weights(options_.model_dir, model_config_));

@@ -42,6 +42,9 @@ class Runtime {
   explicit Runtime(const RuntimeOptions& options);
   // Shares the weights of another runtime (A/B arms that differ only in plugins).
   Runtime(const RuntimeOptions& options, std::shared_ptr<const dsv4::ModelWeights> weights);
+  // A model given in memory (random weights for benchmarks); options.model_dir is not read.
+  Runtime(const RuntimeOptions& options, const dsv4::ModelConfig& config,
+          std::shared_ptr<const dsv4::ModelWeights> weights);
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
@@ -61,7 +64,7 @@ class Runtime {
   }
 
  private:
-  void build(std::shared_ptr<const dsv4::ModelWeights> weights);
+  void build(const dsv4::ModelConfig* config, std::shared_ptr<const dsv4::ModelWeights> weights);
 
   RuntimeOptions options_;
   PluginRegistry registry_;
