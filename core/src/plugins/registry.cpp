@@ -114,9 +114,10 @@ const Entry& PluginRegistry::State::load_file(const fs::path& file, std::string*
   const auto entry_fn = library.get<const ts_plugin_descriptor*()>(TS_PLUGIN_ENTRY_SYMBOL);
   const ts_plugin_descriptor* descriptor = entry_fn();
   if (const std::string refusal = descriptor_refusal(descriptor); !refusal.empty()) {
-    // The name is only trustworthy when the version checks passed, but it helps find() explain.
+    // The layout (so the name's offset) is only known for our major version; the name helps
+    // find() explain why a plugin the user asked for is absent.
     if (descriptor != nullptr && descriptor->struct_size >= sizeof(ts_plugin_descriptor) &&
-        descriptor->name != nullptr)
+        descriptor->abi_major == TS_ABI_MAJOR && descriptor->name != nullptr)
       *refused_name = descriptor->name;
     throw Error(refusal);
   }
