@@ -43,8 +43,9 @@ json parse_field(const char* text, const char* field) {
   if (text == nullptr || text[0] == '\0') return json::object();
   try {
     json parsed = json::parse(text);
-    TS_CHECK(parsed.is_object(), "{} must be a JSON object, got {}", field,
-             util::json_type_name(parsed));
+    if (!parsed.is_object())
+      throw Error(
+          fmt::format("{} must be a JSON object, got {}", field, util::json_type_name(parsed)));
     return parsed;
   } catch (const json::parse_error& e) {
     throw Error(fmt::format("{} is not valid JSON: {}", field, e.what()));
@@ -207,7 +208,7 @@ std::vector<fs::path> PluginRegistry::default_search_path() {
 
 void PluginRegistry::discover(const std::vector<fs::path>& directories) {
   for (const fs::path& dir : directories) {
-    state_->searched.push_back(dir);
+    state_->searched.push_back(fs::absolute(dir).lexically_normal());
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
     std::vector<fs::path> files;
@@ -215,7 +216,7 @@ void PluginRegistry::discover(const std::vector<fs::path>& directories) {
          it.increment(ec)) {
       const std::string file = it->path().filename().string();
       if (file.size() > 6 && file.starts_with("lib") && file.ends_with(".so"))
-        files.push_back(it->path());
+        files.push_back(fs::absolute(it->path()));
     }
     if (ec) state_->failures.push_back({dir, "cannot list the directory: " + ec.message(), ""});
     std::sort(files.begin(), files.end());

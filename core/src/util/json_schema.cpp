@@ -14,6 +14,13 @@ namespace tessera::util {
 
 using nlohmann::json;
 
+// Schema problems are the plugin author's to fix: the message names the schema location, and the
+// core's source position (what TS_CHECK would add) would only be noise.
+#define SCHEMA_REQUIRE(cond, ...)                       \
+  do {                                                  \
+    if (!(cond)) throw Error(fmt::format(__VA_ARGS__)); \
+  } while (0)
+
 namespace {
 
 constexpr std::array<std::string_view, 6> kTypes = {"object",  "string",  "number",
@@ -88,61 +95,63 @@ bool matches_type(const json& value, std::string_view type) {
 void compile(const json& schema, const std::string& where);
 
 void compile(const json& schema, const std::string& where) {
-  TS_CHECK(schema.is_object(), "options schema at {}: expected a JSON object, got {}", where,
-           show(schema));
+  SCHEMA_REQUIRE(schema.is_object(), "options schema at {}: expected a JSON object, got {}", where,
+                 show(schema));
   for (const auto& [key, sub] : schema.items()) {
     const bool known =
         std::find(kKeywords.begin(), kKeywords.end(), std::string_view(key)) != kKeywords.end();
     if (!known) {
       const std::vector<std::string> names(kKeywords.begin(), kKeywords.end());
       const std::string guess = nearest(key, names);
-      TS_CHECK(false, "options schema at {}: keyword `{}` is outside the supported subset{}", where,
-               key, guess.empty() ? "" : fmt::format(" (did you mean `{}`?)", guess));
+      SCHEMA_REQUIRE(false, "options schema at {}: keyword `{}` is outside the supported subset{}",
+                     where, key, guess.empty() ? "" : fmt::format(" (did you mean `{}`?)", guess));
     }
   }
   if (const auto it = schema.find("type"); it != schema.end()) {
     const auto check_one = [&](const json& t) {
-      TS_CHECK(t.is_string() && std::find(kTypes.begin(), kTypes.end(),
-                                          t.get<std::string_view>()) != kTypes.end(),
-               "options schema at {}/type: {} is not one of object, string, number, integer, "
-               "boolean, array",
-               where, show(t));
+      SCHEMA_REQUIRE(t.is_string() && std::find(kTypes.begin(), kTypes.end(),
+                                                t.get<std::string_view>()) != kTypes.end(),
+                     "options schema at {}/type: {} is not one of object, string, number, integer, "
+                     "boolean, array",
+                     where, show(t));
     };
     if (it->is_array()) {
-      TS_CHECK(!it->empty(), "options schema at {}/type: empty list", where);
+      SCHEMA_REQUIRE(!it->empty(), "options schema at {}/type: empty list", where);
       for (const json& t : *it) check_one(t);
     } else {
       check_one(*it);
     }
   }
   if (const auto it = schema.find("properties"); it != schema.end()) {
-    TS_CHECK(it->is_object(), "options schema at {}/properties: expected an object", where);
+    SCHEMA_REQUIRE(it->is_object(), "options schema at {}/properties: expected an object", where);
     for (const auto& [name, sub] : it->items()) compile(sub, where + "/properties/" + name);
   }
   if (const auto it = schema.find("required"); it != schema.end()) {
-    TS_CHECK(it->is_array(), "options schema at {}/required: expected a list of key names", where);
+    SCHEMA_REQUIRE(it->is_array(), "options schema at {}/required: expected a list of key names",
+                   where);
     for (const json& name : *it)
-      TS_CHECK(name.is_string(), "options schema at {}/required: {} is not a key name", where,
-               show(name));
+      SCHEMA_REQUIRE(name.is_string(), "options schema at {}/required: {} is not a key name", where,
+                     show(name));
   }
   if (const auto it = schema.find("additionalProperties"); it != schema.end()) {
-    TS_CHECK(it->is_boolean(),
-             "options schema at {}/additionalProperties: only true or false is supported", where);
+    SCHEMA_REQUIRE(it->is_boolean(),
+                   "options schema at {}/additionalProperties: only true or false is supported",
+                   where);
   }
   if (const auto it = schema.find("enum"); it != schema.end()) {
-    TS_CHECK(it->is_array() && !it->empty(), "options schema at {}/enum: expected a non-empty list",
-             where);
+    SCHEMA_REQUIRE(it->is_array() && !it->empty(),
+                   "options schema at {}/enum: expected a non-empty list", where);
   }
   for (const char* bound : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
     if (const auto it = schema.find(bound); it != schema.end())
-      TS_CHECK(it->is_number(), "options schema at {}/{}: expected a number, got {}", where, bound,
-               show(*it));
+      SCHEMA_REQUIRE(it->is_number(), "options schema at {}/{}: expected a number, got {}", where,
+                     bound, show(*it));
   }
   for (const char* bound : {"minItems", "maxItems"}) {
     if (const auto it = schema.find(bound); it != schema.end())
-      TS_CHECK(it->is_number_integer() && it->get<std::int64_t>() >= 0,
-               "options schema at {}/{}: expected a non-negative integer, got {}", where, bound,
-               show(*it));
+      SCHEMA_REQUIRE(it->is_number_integer() && it->get<std::int64_t>() >= 0,
+                     "options schema at {}/{}: expected a non-negative integer, got {}", where,
+                     bound, show(*it));
   }
   if (const auto it = schema.find("items"); it != schema.end()) compile(*it, where + "/items");
 }
@@ -270,9 +279,9 @@ void check_defaults(const json& schema, const std::string& where) {
   if (const auto def = schema.find("default"); def != schema.end()) {
     std::vector<SchemaViolation> violations;
     check_value(schema, *def, "default", violations);
-    TS_CHECK(violations.empty(),
-             "options schema at {}: the default does not satisfy the schema: {}", where,
-             violations.front().to_string());
+    SCHEMA_REQUIRE(violations.empty(),
+                   "options schema at {}: the default does not satisfy the schema: {}", where,
+                   violations.front().to_string());
   }
   if (const auto props = schema.find("properties"); props != schema.end())
     for (const auto& [name, sub] : props->items())
