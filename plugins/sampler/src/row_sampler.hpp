@@ -1,0 +1,28 @@
+// One row end to end: validate -> raw logprobs -> penalties -> greedy argmax, or temperature and
+// truncation then a counter-based draw. Pure function of the row (and its seed and counter): the
+// workspace is scratch only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "penalties.hpp"
+#include "row_validation.hpp"
+#include "tessera/plugin_abi.h"
+#include "truncation.hpp"
+
+namespace tessera::sampler {
+
+// Scratch of one worker thread, reused across rows and calls.
+struct RowWorkspace {
+  std::vector<float> values;  // [vocab] penalised logits, then sampling weights
+  PenaltyScratch penalties;
+  TruncationScratch truncation;
+};
+
+// Fills result (token, logprob, n_top and the top arrays). On failure result.token = -1,
+// result.n_top = 0 and the error says why (without the row index).
+[[nodiscard]] RowError sample_row(const ts_sampler_row& row, int32_t vocab,
+                                  ts_sampler_result& result, RowWorkspace& workspace);
+
+}  // namespace tessera::sampler

@@ -1,0 +1,107 @@
+#include "row_validation.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tessera::sampler {
+namespace {
+
+std::string format_value(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+RowError invalid(std::string message) {
+  return RowError{TS_ERR_INVALID_ARGUMENT, std::move(message)};
+}
+
+RowError check_params(const ts_sampling_params& p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0.0f) {
+    return invalid("temperature = " + format_value(p.temperature) +
+                   " (must be finite and >= 0; 0 means greedy)");
+  }
+  if (p.top_k < 0) {
+    return invalid("top_k = " + std::to_string(p.top_k) + " (must be >= 0; 0 means off)");
+  }
+  // NaN fails both comparisons, so it is caught by the negated range test.
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) {
+    return invalid("top_p = " + format_value(p.top_p) + " (must be in (0, 1]; 1 means off)");
+  }
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
+    return invalid("min_p = " + format_value(p.min_p) + " (must be in [0, 1]; 0 means off)");
+  }
+  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0.0f) {
+    return invalid("repetition_penalty = " + format_value(p.repetition_penalty) +
+                   " (must be finite and > 0; 1 means off)");
+  }
+  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f)) {
+    return invalid("frequency_penalty = " + format_value(p.frequency_penalty) +
+                   " (must be in [-2, 2]; 0 means off)");
+  }
+  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f)) {
+    return invalid("presence_penalty = " + format_value(p.presence_penalty) +
+                   " (must be in [-2, 2]; 0 means off)");
+  }
+  if (p.logprobs < 0) {
+    return invalid("logprobs = " + std::to_string(p.logprobs) + " (must be 0 or 1)");
+  }
+  if (p.top_logprobs < 0) {
+    return invalid("top_logprobs = " + std::to_string(p.top_logprobs) + " (must be >= 0)");
+  }
+  return {};
+}
+
+RowError check_tokens(const char* what, const int32_t* tokens, int64_t n, int32_t vocab) {
+  if (n < 0)
+    return invalid(std::string("n_") + what + " = " + std::to_string(n) + " (must be >= 0)");
+  if (n > 0 && tokens == nullptr) {
+    return invalid(std::string(what) + " is NULL with n_" + what + " = " + std::to_string(n));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      return invalid(std::string(what) + "[" + std::to_string(i) +
+                     "] = " + std::to_string(tokens[i]) + " is outside the vocabulary [0, " +
+                     std::to_string(vocab) + ")");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+RowError validate_row_arguments(const ts_sampler_row& row, int32_t vocab,
+                                const ts_sampler_result& result) {
+  if (row.logits == nullptr) return invalid("logits is NULL");
+  if (RowError e = check_params(row.params); e.failed()) return e;
+  if (RowError e = check_tokens("prompt_tokens", row.prompt_tokens, row.n_prompt_tokens, vocab);
+      e.failed()) {
+    return e;
+  }
+  if (RowError e = check_tokens("output_tokens", row.output_tokens, row.n_output_tokens, vocab);
+      e.failed()) {
+    return e;
+  }
+  const int32_t wanted = row.params.top_logprobs;
+  if (wanted > result.top_capacity) {
+    return invalid("top_logprobs = " + std::to_string(wanted) +
+                   " exceeds the result's top_capacity = " + std::to_string(result.top_capacity));
+  }
+  if (wanted > 0 && (result.top_tokens == nullptr || result.top_logprobs == nullptr)) {
+    return invalid("top_logprobs = " + std::to_string(wanted) +
+                   " but the result's top_tokens or top_logprobs array is NULL");
+  }
+  return {};
+}
+
+RowError validate_row_logits(const float* logits, int32_t vocab) {
+  for (int32_t i = 0; i < vocab; ++i) {
+    if (!std::isfinite(logits[i])) {
+      return RowError{TS_ERR_NUMERIC, "logits[" + std::to_string(i) + "] = " +
+                                          format_value(logits[i]) + " (logits must be finite)"};
+    }
+  }
+  return {};
+}
+
+}  // namespace tessera::sampler

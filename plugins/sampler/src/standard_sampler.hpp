@@ -1,0 +1,44 @@
+// The "standard" sampler instance: a batch of independent rows spread over a RowPool, each worker
+// with its own scratch. Thread-safety: sample() may be called from any thread; calls on one
+// instance are serialised by a mutex (the engine samples once per step from one thread).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "row_pool.hpp"
+#include "row_sampler.hpp"
+#include "sampler_options.hpp"
+#include "tessera/plugin_abi.h"
+#include "tessera/plugin_sdk.hpp"
+
+namespace tessera::sampler {
+
+inline constexpr const char* kPluginName = "standard";
+
+class StandardSampler {
+ public:
+  StandardSampler(const ts_host_api* host, const SamplerOptions& options);
+
+  // The ts_sampler_table::sample contract. Every row is attempted: a row that fails gets
+  // token = -1 and the others are still sampled; the status then names the lowest failing row.
+  [[nodiscard]] ts_status sample(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
+                                 ts_sampler_result* results) noexcept;
+
+ private:
+  // First failure (lowest row) seen by one worker, and how many rows failed there.
+  struct WorkerFailures {
+    int64_t first_row = -1;
+    RowError first;
+    int64_t count = 0;
+  };
+
+  sdk::Logger logger_;
+  std::mutex call_mutex_;
+  RowPool pool_;
+  std::vector<RowWorkspace> workspaces_;  // [pool_.workers()]
+  std::vector<WorkerFailures> failures_;  // [pool_.workers()]
+};
+
+}  // namespace tessera::sampler
