@@ -125,17 +125,17 @@ void print_text(const PluginRegistry& registry) {
   for (const LoadedPlugin* p : plugins) {
     fmt::print("  {:<10} {:<22} {:<12} ABI {}.{}\n", kind_name(p->kind()), p->name(), p->version(),
                p->descriptor->abi_major, p->descriptor->abi_minor);
-    fmt::print("    path:     {}\n", p->path.string());
+    fmt::print("    path:         {}\n", p->path.string());
     std::string build;
     for (const auto& [key, value] : p->build_info.items())
       build += fmt::format("{}{}={}", build.empty() ? "" : ", ", key, render(value));
-    fmt::print("    build:    {}\n", build.empty() ? "(not given)" : build);
+    fmt::print("    build:        {}\n", build.empty() ? "(not given)" : build);
     for (const auto& [key, value] : p->capabilities.items())
-      fmt::print("    {:<9} {}\n", key + ":", render(value));
+      fmt::print("    {:<13} {}\n", key + ":", render(value));
     const auto options = option_lines(p->options_schema->document());
-    if (options.empty()) fmt::print("    options:  (none)\n");
+    if (options.empty()) fmt::print("    options:      (none)\n");
     for (std::size_t i = 0; i < options.size(); ++i)
-      fmt::print("    {:<9} {}\n", i == 0 ? "options:" : "", options[i]);
+      fmt::print("    {:<13} {}\n", i == 0 ? "options:" : "", options[i]);
   }
   const auto& failures = registry.failures();
   fmt::print("\nRefused ({}):\n", failures.size());

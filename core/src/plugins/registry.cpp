@@ -97,11 +97,18 @@ const Entry& PluginRegistry::State::load_file(const fs::path& file, std::string*
   library.load(canonical, dl_error,
                boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   if (dl_error || !library.is_loaded()) {
-    const char* why = dlerror();
+    const char* dl_message = dlerror();
+    const std::string why = dl_message != nullptr ? dl_message : dl_error.message();
+    // A missing dependency (a CUDA plugin on a machine without CUDA) needs another fix than a
+    // file that is not a shared object at all.
+    const bool missing_dependency = why.find("cannot open shared object") != std::string::npos;
     throw Error(fmt::format(
-        "the dynamic loader refused it: {}. Fix: make sure it is a shared object built for this "
-        "platform and that the libraries it needs (ldd) can be found",
-        why != nullptr ? why : dl_error.message()));
+        "the dynamic loader refused it: {}. Fix: {}", why,
+        missing_dependency
+            ? fmt::format("install the library it needs or add its directory to "
+                          "LD_LIBRARY_PATH (`ldd {}` lists what is missing)",
+                          canonical.string())
+            : "make sure it is a shared object built for this platform (x86-64 Linux ELF)"));
   }
   if (!library.has(TS_PLUGIN_ENTRY_SYMBOL))
     throw Error(fmt::format(

@@ -1,0 +1,100 @@
+# cmake -P script run by CTest: `tessera` starts and lists plugins on a machine without NVIDIA
+# libraries.
+#   1. readelf: the tessera binary has no NEEDED entry on a CUDA library (libcuda, libcudart,
+#      libcublas, libnccl, ...); each plugin is classified CPU-only or CUDA by the same test.
+#   2. run_without_cuda.sh: `tessera plugins --json` with the CUDA libraries hidden must exit 0,
+#      list every CPU-only plugin, and refuse only CUDA plugins, each with the loader's reason.
+# Inputs: TESSERA (binary) PLUGIN_DIR RUNNER (run_without_cuda.sh) READELF WORK_DIR
+cmake_minimum_required(VERSION 3.25)  # IN_LIST, string(JSON), file(REAL_PATH)
+foreach(var TESSERA PLUGIN_DIR RUNNER READELF WORK_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "check_plugins_without_cuda.cmake: ${var} not set")
+  endif()
+endforeach()
+set(cuda_needed "NEEDED.*\\[lib(cuda|cudart|cublas|cublasLt|nccl|cudnn|nvrtc|nvJitLink)[._]")
+
+function(needs_cuda file out_var)
+  execute_process(COMMAND ${READELF} -d ${file} RESULT_VARIABLE rc OUTPUT_VARIABLE dyn
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${file} failed: ${err}")
+  endif()
+  if(dyn MATCHES "${cuda_needed}")
+    set(${out_var} TRUE PARENT_SCOPE)
+  else()
+    set(${out_var} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
+needs_cuda(${TESSERA} tessera_needs_cuda)
+if(tessera_needs_cuda)
+  execute_process(COMMAND ${READELF} -d ${TESSERA} OUTPUT_VARIABLE dyn)
+  message(FATAL_ERROR "${TESSERA} links a CUDA library directly; CUDA code belongs in plugins or "
+                      "the dlopen'ed CUDA module:\n${dyn}")
+endif()
+
+file(GLOB plugin_files ${PLUGIN_DIR}/lib*.so)
+set(cpu_plugins "")
+set(cuda_plugins "")
+foreach(f ${plugin_files})
+  file(REAL_PATH ${f} real)
+  needs_cuda(${real} cuda)
+  if(cuda)
+    list(APPEND cuda_plugins ${real})
+  else()
+    list(APPEND cpu_plugins ${real})
+  endif()
+endforeach()
+if(NOT cpu_plugins)
+  message(FATAL_ERROR "no CPU-only plugin in ${PLUGIN_DIR}: build everything (the in-tree "
+                      "sampler, kv-cache and reference attention plugins) before running ctest")
+endif()
+message(STATUS "CPU-only plugins: ${cpu_plugins}")
+message(STATUS "CUDA plugins: ${cuda_plugins}")
+
+file(MAKE_DIRECTORY ${WORK_DIR})
+execute_process(
+  COMMAND ${RUNNER} ${TESSERA} plugins --json --no-default-path --plugin-dir ${PLUGIN_DIR}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE listing ERROR_VARIABLE err)
+file(WRITE ${WORK_DIR}/plugins.json "${listing}")
+message(STATUS "${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tessera plugins failed without CUDA libraries (exit ${rc}):\n${err}")
+endif()
+if(NOT err MATCHES "run_without_cuda: hidden:")
+  message(STATUS "NOTE: CUDA libraries could not be hidden here; only the NEEDED check and a run "
+                 "with LD_LIBRARY_PATH cleared were done")
+endif()
+
+set(listed "")
+string(JSON n LENGTH "${listing}" plugins)
+if(n GREATER 0)
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON path GET "${listing}" plugins ${i} path)
+    list(APPEND listed ${path})
+  endforeach()
+endif()
+foreach(p ${cpu_plugins})
+  if(NOT p IN_LIST listed)
+    message(FATAL_ERROR "CPU-only plugin ${p} was not loaded without CUDA libraries:\n${listing}")
+  endif()
+endforeach()
+string(JSON n LENGTH "${listing}" failures)
+if(n GREATER 0)
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON path GET "${listing}" failures ${i} path)
+    string(JSON reason GET "${listing}" failures ${i} reason)
+    if(NOT path IN_LIST cuda_plugins)
+      message(FATAL_ERROR "${path} was refused without CUDA libraries: ${reason}")
+    endif()
+    if(err MATCHES "run_without_cuda: hidden:" AND NOT reason MATCHES "cannot open shared object")
+      message(FATAL_ERROR "CUDA plugin ${path} was refused without the loader's reason: ${reason}")
+    endif()
+  endforeach()
+endif()
+list(LENGTH cpu_plugins n_cpu)
+list(LENGTH cuda_plugins n_cuda)
+message(STATUS "tessera plugins ran without CUDA libraries: ${n_cpu} CPU plugin(s) loaded, "
+               "${n_cuda} CUDA plugin(s) refused cleanly")
