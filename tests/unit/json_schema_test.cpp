@@ -159,7 +159,8 @@ TEST(JsonSchema, SchemasOutsideTheSubsetAreRefusedWhenCompiled) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  refuses(R"({"type": "string", "pattern": "^a"})", "keyword `pattern` is outside the supported subset");
+  refuses(R"({"type": "string", "pattern": "^a"})",
+          "keyword `pattern` is outside the supported subset");
   refuses(
       R"({"type": "object", "properties": {"x": {"typ": "string"}}})",
       "at #/properties/x: keyword `typ` is outside the supported subset (did you mean `type`?)");
