@@ -268,31 +268,36 @@ class ConfigLoader {
     }
   }
 
-  // `small` must not exceed `large`. Reported at whichever of the two the file wrote (the
-  // smaller-side key first), once both passed their own checks.
-  void require_at_most(std::string_view small, std::int64_t small_value, std::string_view large,
-                       std::int64_t large_value) {
-    if (small_value <= large_value) return;
-    if (failed_.count(std::string(small)) || failed_.count(std::string(large))) return;
-    const bool small_written = config_.locations.count(small) > 0;
+  // `small` must not exceed `large`. When the file left `small` to its default, the default
+  // follows `large` down (a lowered limit drags the defaults below it along); when the file wrote
+  // both, the contradiction is an error at the `small` key.
+  void require_at_most(std::string_view small_path, std::int64_t& small,
+                       std::string_view large_path, std::int64_t large) {
+    if (small <= large) return;
+    if (failed_.count(small_path) || failed_.count(large_path)) return;
+    if (!config_.locations.count(small_path)) {
+      small = large;
+      return;
+    }
     diagnostics_.add(
-        config_.location_of(small_written ? small : large),
-        fmt::format("`{}` = {} must not exceed `{}` = {}", small, small_value, large, large_value));
+        config_.location_of(small_path),
+        fmt::format("`{}` = {} must not exceed `{}` = {}", small_path, small, large_path, large));
   }
 
+  // Ordered so that clamped values propagate: context -> limits -> sampler defaults.
   void check_cross_key_rules() {
-    const Config& c = config_;
-    require_at_most("sampler.defaults.max_tokens", c.sampler.defaults.max_tokens,
-                    "limits.max_tokens", c.limits.max_tokens);
+    Config& c = config_;
     require_at_most("limits.max_tokens", c.limits.max_tokens, "model.max_context",
                     c.model.max_context);
-    require_at_most("scheduler.chunked_prefill_size", c.scheduler.chunked_prefill_size,
-                    "scheduler.max_batched_tokens", c.scheduler.max_batched_tokens);
+    require_at_most("sampler.defaults.max_tokens", c.sampler.defaults.max_tokens,
+                    "limits.max_tokens", c.limits.max_tokens);
+    require_at_most("generation.min_answer_tokens", c.generation.min_answer_tokens,
+                    "limits.max_tokens", c.limits.max_tokens);
     // Every running sequence decodes one token per step, so a step must hold them all.
     require_at_most("scheduler.max_running_sequences", c.scheduler.max_running_sequences,
                     "scheduler.max_batched_tokens", c.scheduler.max_batched_tokens);
-    require_at_most("generation.min_answer_tokens", c.generation.min_answer_tokens,
-                    "limits.max_tokens", c.limits.max_tokens);
+    require_at_most("scheduler.chunked_prefill_size", c.scheduler.chunked_prefill_size,
+                    "scheduler.max_batched_tokens", c.scheduler.max_batched_tokens);
   }
 
   Config config_;

@@ -88,8 +88,9 @@ const std::vector<KeySpec>& keys() {
   static const std::vector<KeySpec> kKeys = {
       // [model]
       text("model", "path", TS_CONFIG_FIELD(model.path), Required{},
-           "Directory of a Hugging Face checkpoint (config.json, *.safetensors, tokenizer.json). "
-           "Relative paths are relative to the working directory."),
+           "Directory of a Hugging Face checkpoint (`config.json`, `*.safetensors`, "
+           "`tokenizer.json`). "
+           "A relative path is looked up in the working directory, then next to the config file."),
       integer("model", "max_context", TS_CONFIG_FIELD(model.max_context), 8192, {1, kMebi},
               "Longest sequence (prompt + output) served, in tokens. Bounds KV memory per "
               "sequence; DeepSeek-V4 supports up to 1M."),
@@ -139,25 +140,27 @@ const std::vector<KeySpec>& keys() {
       integer("sampler.defaults", "max_tokens", TS_CONFIG_FIELD(sampler.defaults.max_tokens), 4096,
               {1, kMebi},
               "Output tokens (reasoning included) when a request does not say; at most "
-              "limits.max_tokens."),
+              "limits.max_tokens (a default above it is lowered to it)."),
       integer("sampler.defaults", "seed", TS_CONFIG_FIELD(sampler.defaults.seed), -1,
               {-1, kInt64Max}, "-1 draws a fresh random seed per request."),
       // [scheduler]
       integer("scheduler", "max_running_sequences",
               TS_CONFIG_FIELD(scheduler.max_running_sequences), 64, {1, 4096},
-              "Sequences decoded together in one step."),
+              "Sequences decoded together in one step; at most max_batched_tokens (every one "
+              "decodes a token per step; a default above it is lowered to it)."),
       integer("scheduler", "max_batched_tokens", TS_CONFIG_FIELD(scheduler.max_batched_tokens),
-              8192, {1, kMebi},
-              "Tokens (prefill + decode) in one step; at least max_running_sequences."),
+              8192, {1, kMebi}, "Tokens (prefill + decode) in one step."),
       integer("scheduler", "chunked_prefill_size", TS_CONFIG_FIELD(scheduler.chunked_prefill_size),
               2048, {0, kMebi},
               "Longest prefill chunk, so long prompts do not stall decoding; 0 prefills a "
-              "prompt in one step. At most max_batched_tokens."),
+              "prompt in one step. At most max_batched_tokens (a default above it is lowered "
+              "to it)."),
       boolean("scheduler", "prefix_cache", TS_CONFIG_FIELD(scheduler.prefix_cache), true,
               "Reuse the KV pages of a shared prompt prefix (whole pages only)."),
       // [limits]
       integer("limits", "max_tokens", TS_CONFIG_FIELD(limits.max_tokens), 8192, {1, kMebi},
-              "Largest max_tokens a request may ask for; at most model.max_context."),
+              "Largest max_tokens a request may ask for; at most model.max_context (a default "
+              "above it is lowered to it)."),
       integer("limits", "max_n", TS_CONFIG_FIELD(limits.max_n), 8, {1, 128},
               "Largest n (choices per request)."),
       integer("limits", "max_logprobs", TS_CONFIG_FIELD(limits.max_logprobs), 20, {0, 100},
