@@ -148,9 +148,15 @@ ts_status check_support(const char*, ts_device device) {
   return ok();
 }
 
-ts_status create(const ts_host_api* host, const char*, ts_device, ts_instance** out) {
-  return tessera::sdk::create_instance<Bf16Cache>(out,
-                                                  Bf16Cache{tessera::sdk::Logger(host, "bf16")});
+ts_status create(const ts_host_api* host, const char* options_json, ts_device, ts_instance** out) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    Bf16Cache impl{tessera::sdk::Logger(host, "bf16"), false};
+    if (options_json != nullptr && *options_json != 0) {
+      const auto options = nlohmann::json::parse(options_json);
+      impl.fp32 = options.value("storage", std::string("bf16")) == "fp32";
+    }
+    return tessera::sdk::create_instance<Bf16Cache>(out, std::move(impl));
+  });
 }
 
 void destroy(ts_instance* instance) { tessera::sdk::destroy_instance<Bf16Cache>(instance); }

@@ -62,6 +62,7 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
     moe_forward(config_, layer.ffn, config_.is_hash_layer(l), x.data(), ids.data(), T,
                 block_out.data());
     hc_post(config_, mix, block_out.data(), streams.data(), T);
+    if (st.capture_streams) st.layer_streams.push_back(streams);
   }
   for (const SequenceChunk& c : batch.chunks) c.kv->advance(static_cast<int64_t>(c.tokens.size()));
 

@@ -28,6 +28,10 @@ struct ForwardBatch {
 // Per-step counters (tests and metrics): indexer entries scored, etc.
 struct ForwardStats {
   int64_t indexer_entries_scored = 0;
+  // When set, the residual streams [T, hc_mult, D] after every block are kept here (parity
+  // debugging: compare layer by layer with transformers' hidden states).
+  bool capture_streams = false;
+  std::vector<std::vector<float>> layer_streams;
 };
 
 }  // namespace tessera::dsv4
