@@ -323,9 +323,13 @@ TEST(SamplerLargeVocab, Vocab129280) {
   combined.frequency_penalty = 0.5f;
   combined.logprobs = 1;
   combined.top_logprobs = 20;
+  ts_sampling_params wide_k = plain_params(7);  // a large k takes the selection path, not the heap
+  wide_k.temperature = 1.3f;
+  wide_k.top_k = 3000;
+  wide_k.min_p = 0.001f;
   const std::vector<int32_t> prompt = {1, 2, 3, kVocab - 1};
   const std::vector<int32_t> output = {4, 4, 5};
-  for (const ts_sampling_params& p : {nucleus, combined}) {
+  for (const ts_sampling_params& p : {nucleus, combined, wide_k}) {
     const auto exact = reference_distribution(reference_penalised(logits, p, prompt, output), p);
     std::vector<ts_sampler_row> rows;
     for (uint64_t c = 0; c < 64; ++c) rows.push_back(make_row(logits, p, c, &prompt, &output));

@@ -10,13 +10,31 @@ namespace {
 
 constexpr float kRemoved = -std::numeric_limits<float>::infinity();
 
+// The k-th largest logit (counting repeats). For the usual small k a bounded min-heap touches
+// each logit with one comparison, O(vocab log k); a large k uses nth_element, O(vocab).
+float kth_largest(std::span<const float> logits, int32_t k, std::vector<float>& selection) {
+  constexpr int32_t kHeapLimit = 1024;
+  if (k > kHeapLimit) {
+    selection.assign(logits.begin(), logits.end());
+    auto kth = selection.begin() + (k - 1);
+    std::nth_element(selection.begin(), kth, selection.end(), std::greater<>());
+    return *kth;
+  }
+  selection.assign(logits.begin(), logits.begin() + k);
+  std::make_heap(selection.begin(), selection.end(), std::greater<>());  // front: the smallest
+  for (size_t i = static_cast<size_t>(k); i < logits.size(); ++i) {
+    if (logits[i] <= selection.front()) continue;
+    std::pop_heap(selection.begin(), selection.end(), std::greater<>());
+    selection.back() = logits[i];
+    std::push_heap(selection.begin(), selection.end(), std::greater<>());
+  }
+  return selection.front();
+}
+
 // Marks every logit below the k-th largest as removed (ties with the k-th value stay).
 void apply_top_k(std::span<float> logits, int32_t top_k, std::vector<float>& selection) {
   if (top_k <= 0 || static_cast<size_t>(top_k) >= logits.size()) return;
-  selection.assign(logits.begin(), logits.end());
-  auto kth = selection.begin() + (top_k - 1);
-  std::nth_element(selection.begin(), kth, selection.end(), std::greater<>());
-  const float threshold = *kth;
+  const float threshold = kth_largest(logits, top_k, selection);
   for (float& l : logits) {
     if (l < threshold) l = kRemoved;
   }
@@ -25,8 +43,8 @@ void apply_top_k(std::span<float> logits, int32_t top_k, std::vector<float>& sel
 // The weight b of the last token top-p keeps: walking the weights from the largest down, the
 // first whose cumulative mass reaches `target`. Found without sorting by a mass-weighted
 // quickselect (three-way partitions around a median-of-three pivot, expected O(n)); `w` holds the
-// positive weights and is reordered. Returns 0 (keep everything) if rounding leaves the target
-// unreached.
+// candidate weights (every weight that can be the boundary) and is reordered. Returns 0 (keep
+// everything) if rounding leaves the target unreached.
 float top_p_boundary(std::vector<float>& w, double target) {
   auto first = w.begin();
   auto last = w.end();
@@ -69,12 +87,17 @@ void logits_to_sampling_weights(std::span<float> values, const ts_sampling_param
   }
 
   if (params.top_p < 1.0f) {
-    std::vector<float>& positive = scratch.selection;
-    positive.clear();
+    // The boundary b leaves a tail of mass > (1 - top_p) * total at or below it, and n tokens of
+    // weight <= x weigh at most n * x, so every weight <= (1 - top_p) * total / vocab lies below b:
+    // the selection can skip them (half that bound, for rounding). Peaked rows lose most tokens.
+    const double top_p = params.top_p;
+    const double negligible = 0.5 * (1.0 - top_p) * total / static_cast<double>(values.size());
+    std::vector<float>& heavy = scratch.selection;
+    heavy.clear();
     for (const float w : values) {
-      if (w > 0.0f) positive.push_back(w);
+      if (w > 0.0f && w > negligible) heavy.push_back(w);
     }
-    const float boundary = top_p_boundary(positive, static_cast<double>(params.top_p) * total);
+    const float boundary = top_p_boundary(heavy, top_p * total);
     for (float& w : values) {
       if (w < boundary) w = 0.0f;
     }
