@@ -9,6 +9,7 @@ namespace tessera::cli {
 
 void add_plugins_command(CLI::App& app);  // tessera plugins [--json]
 void add_config_command(CLI::App& app);   // tessera config check FILE
-void add_bench_command(CLI::App& app);    // tessera bench decode|...
+void add_bench_command(CLI::App& app);
+void add_generate_command(CLI::App& app);  // tessera generate -c FILE --prompt ...    // tessera bench decode|...
 
 }  // namespace tessera::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_plugins_command(app);
   tessera::cli::add_config_command(app);
   tessera::cli::add_bench_command(app);
+  tessera::cli::add_generate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
