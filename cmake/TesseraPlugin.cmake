@@ -1,4 +1,5 @@
-# tessera_add_plugin(<target> KIND <attention|kv_cache|sampler|frontend> SOURCES <src>...)
+# tessera_add_plugin(<target> KIND <attention|kv_cache|sampler|frontend> SOURCES <src>...
+#                    [OUTPUT_NAME <name>] [NO_INSTALL])
 #
 # Builds a plugin MODULE the way the registry expects it: hidden visibility, only the entry point
 # `tessera_plugin_entry` exported (version script), no link to the core. Used in-tree and, through
@@ -6,7 +7,7 @@
 set(_TESSERA_PLUGIN_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 function(tessera_add_plugin target)
-  cmake_parse_arguments(ARG "" "KIND;OUTPUT_NAME" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "NO_INSTALL" "KIND;OUTPUT_NAME" "SOURCES" ${ARGN})
   if(NOT ARG_KIND MATCHES "^(attention|kv_cache|sampler|frontend)$")
     message(FATAL_ERROR "tessera_add_plugin(${target}): KIND must be attention, kv_cache, sampler or frontend (got '${ARG_KIND}')")
   endif()
@@ -35,6 +36,9 @@ function(tessera_add_plugin target)
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${_map})
   set_property(TARGET ${target} PROPERTY TESSERA_PLUGIN_KIND ${ARG_KIND})
   set_property(GLOBAL APPEND PROPERTY TESSERA_PLUGIN_TARGETS ${target})
+  if(NOT ARG_NO_INSTALL AND DEFINED TESSERA_PLUGIN_INSTALL_DIR)
+    install(TARGETS ${target} LIBRARY DESTINATION ${TESSERA_PLUGIN_INSTALL_DIR})
+  endif()
   if(DEFINED TESSERA_PLUGIN_OUTPUT_DIR)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${TESSERA_PLUGIN_OUTPUT_DIR})
   endif()
