@@ -9,7 +9,9 @@ RawLogSoftmax raw_log_softmax(const float* logits, int32_t vocab) noexcept {
   const float max = *std::max_element(logits, logits + vocab);
   double sum = 0.0;
   // exp in float (the differences are <= 0, results in [0, 1]), accumulated in double.
-  for (int32_t i = 0; i < vocab; ++i) sum += std::exp(logits[i] - max);
+  for (int32_t i = 0; i < vocab; ++i) {
+    sum += std::exp(logits[i] - max);
+  }
   return RawLogSoftmax{static_cast<double>(max) + std::log(sum)};
 }
 
@@ -34,7 +36,9 @@ void fill_top_logprobs(const float* logits, int32_t vocab, const RawLogSoftmax& 
     }
   }
   std::sort_heap(heap, heap + size, before);
-  for (int32_t i = 0; i < size; ++i) result.top_logprobs[i] = log_softmax.of(logits[heap[i]]);
+  for (int32_t i = 0; i < size; ++i) {
+    result.top_logprobs[i] = log_softmax.of(logits[heap[i]]);
+  }
   result.n_top = size;
 }
 

@@ -11,7 +11,9 @@ bool penalties_off(const ts_sampling_params& p) {
 
 void apply_penalties(const ts_sampler_row& row, std::span<float> logits, PenaltyScratch& scratch) {
   const ts_sampling_params& p = row.params;
-  if (penalties_off(p)) return;
+  if (penalties_off(p)) {
+    return;
+  }
   const size_t vocab = logits.size();
   if (scratch.output_count.size() != vocab) {
     scratch.output_count.assign(vocab, 0);
@@ -24,7 +26,9 @@ void apply_penalties(const ts_sampler_row& row, std::span<float> logits, Penalty
       scratch.touched.push_back(token);
     }
   };
-  for (int64_t i = 0; i < row.n_prompt_tokens; ++i) mark(row.prompt_tokens[i]);
+  for (int64_t i = 0; i < row.n_prompt_tokens; ++i) {
+    mark(row.prompt_tokens[i]);
+  }
   for (int64_t i = 0; i < row.n_output_tokens; ++i) {
     mark(row.output_tokens[i]);
     ++scratch.output_count[row.output_tokens[i]];
@@ -35,9 +39,13 @@ void apply_penalties(const ts_sampler_row& row, std::span<float> logits, Penalty
   const double presence = p.presence_penalty;
   for (const int32_t token : scratch.touched) {
     double l = logits[token];
-    if (repetition != 1.0) l = l > 0.0 ? l / repetition : l * repetition;
+    if (repetition != 1.0) {
+      l = l > 0.0 ? l / repetition : l * repetition;
+    }
     const int32_t count = scratch.output_count[token];
-    if (count > 0) l -= frequency * count + presence;
+    if (count > 0) {
+      l -= frequency * count + presence;
+    }
     logits[token] = static_cast<float>(l);
     scratch.in_context[token] = 0;
     scratch.output_count[token] = 0;

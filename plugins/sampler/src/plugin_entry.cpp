@@ -38,7 +38,9 @@ ts_status check_device(ts_device device) {
 ts_status check_support(const char* options_json, ts_device device) {
   return sdk::guarded([&]() -> ts_status {
     SamplerOptions options;
-    if (ts_status s = parse_sampler_options(options_json, options); s.code != TS_OK) return s;
+    if (ts_status s = parse_sampler_options(options_json, options); s.code != TS_OK) {
+      return s;
+    }
     return check_device(device);
   });
 }
@@ -47,8 +49,12 @@ ts_status create(const ts_host_api* host, const char* options_json, ts_device de
                  ts_instance** out) {
   return sdk::guarded([&]() -> ts_status {
     SamplerOptions options;
-    if (ts_status s = parse_sampler_options(options_json, options); s.code != TS_OK) return s;
-    if (ts_status s = check_device(device); s.code != TS_OK) return s;
+    if (ts_status s = parse_sampler_options(options_json, options); s.code != TS_OK) {
+      return s;
+    }
+    if (ts_status s = check_device(device); s.code != TS_OK) {
+      return s;
+    }
     return sdk::create_instance<StandardSampler>(out, host, options);
   });
 }
@@ -57,7 +63,9 @@ void destroy(ts_instance* instance) { sdk::destroy_instance<StandardSampler>(ins
 
 ts_status sample(ts_instance* self, const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
                  ts_sampler_result* results) {
-  if (self == nullptr) return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample: instance is NULL");
+  if (self == nullptr) {
+    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample: instance is NULL");
+  }
   return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results);
 }
 

@@ -4,7 +4,9 @@ namespace tessera::sampler {
 
 RowPool::RowPool(int workers) {
   threads_.reserve(workers > 1 ? workers - 1 : 0);
-  for (int w = 1; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
+  for (int w = 1; w < workers; ++w) {
+    threads_.emplace_back([this, w] { work(w); });
+  }
 }
 
 RowPool::~RowPool() {
@@ -13,19 +15,27 @@ RowPool::~RowPool() {
     stopping_ = true;
   }
   wake_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads_) {
+    t.join();
+  }
 }
 
 void RowPool::drain(int worker) {
   for (;;) {
-    if (failed_.load(std::memory_order_relaxed)) return;
+    if (failed_.load(std::memory_order_relaxed)) {
+      return;
+    }
     const int64_t index = next_.fetch_add(1, std::memory_order_relaxed);
-    if (index >= n_) return;
+    if (index >= n_) {
+      return;
+    }
     try {
       (*task_)(index, worker);
     } catch (...) {
       std::lock_guard lock(mutex_);
-      if (!error_) error_ = std::current_exception();
+      if (!error_) {
+        error_ = std::current_exception();
+      }
       failed_.store(true, std::memory_order_relaxed);
     }
   }
@@ -37,7 +47,9 @@ void RowPool::work(int worker) {
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
+      if (stopping_) {
+        return;
+      }
       seen = generation_;
     }
     drain(worker);
@@ -51,7 +63,9 @@ void RowPool::work(int worker) {
 
 void RowPool::run(int64_t n, const Task& task) {
   if (threads_.empty() || n <= 1) {
-    for (int64_t i = 0; i < n; ++i) task(i, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      task(i, 0);
+    }
     return;
   }
   {
@@ -73,7 +87,9 @@ void RowPool::run(int64_t n, const Task& task) {
     task_ = nullptr;
     error = error_;
   }
-  if (error) std::rethrow_exception(error);
+  if (error) {
+    std::rethrow_exception(error);
+  }
 }
 
 }  // namespace tessera::sampler

@@ -20,11 +20,17 @@ RowError sample_row(const ts_sampler_row& row, int32_t vocab, ts_sampler_result&
                     RowWorkspace& workspace) {
   result.token = -1;
   result.n_top = 0;
-  if (RowError e = validate_row_arguments(row, vocab, result); e.failed()) return e;
-  if (RowError e = validate_row_logits(row.logits, vocab); e.failed()) return e;
+  if (RowError e = validate_row_arguments(row, vocab, result); e.failed()) {
+    return e;
+  }
+  if (RowError e = validate_row_logits(row.logits, vocab); e.failed()) {
+    return e;
+  }
   const ts_sampling_params& params = row.params;
 
-  if (workspace.values.size() < static_cast<size_t>(vocab)) workspace.values.resize(vocab);
+  if (workspace.values.size() < static_cast<size_t>(vocab)) {
+    workspace.values.resize(vocab);
+  }
   std::span<float> values(workspace.values.data(), static_cast<size_t>(vocab));
   std::copy(row.logits, row.logits + vocab, values.begin());
   apply_penalties(row, values, workspace.penalties);

@@ -53,8 +53,9 @@ RowError check_params(const ts_sampling_params& p) {
 }
 
 RowError check_tokens(const char* what, const int32_t* tokens, int64_t n, int32_t vocab) {
-  if (n < 0)
+  if (n < 0) {
     return invalid(std::string("n_") + what + " = " + std::to_string(n) + " (must be >= 0)");
+  }
   if (n > 0 && tokens == nullptr) {
     return invalid(std::string(what) + " is NULL with n_" + what + " = " + std::to_string(n));
   }
@@ -72,8 +73,12 @@ RowError check_tokens(const char* what, const int32_t* tokens, int64_t n, int32_
 
 RowError validate_row_arguments(const ts_sampler_row& row, int32_t vocab,
                                 const ts_sampler_result& result) {
-  if (row.logits == nullptr) return invalid("logits is NULL");
-  if (RowError e = check_params(row.params); e.failed()) return e;
+  if (row.logits == nullptr) {
+    return invalid("logits is NULL");
+  }
+  if (RowError e = check_params(row.params); e.failed()) {
+    return e;
+  }
   if (RowError e = check_tokens("prompt_tokens", row.prompt_tokens, row.n_prompt_tokens, vocab);
       e.failed()) {
     return e;

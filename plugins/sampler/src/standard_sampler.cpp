@@ -19,7 +19,9 @@ ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, in
       return sdk::fail(TS_ERR_INVALID_ARGUMENT,
                        "sample: n_rows = " + std::to_string(n_rows) + " (must be >= 0)");
     }
-    if (n_rows == 0) return sdk::ok();
+    if (n_rows == 0) {
+      return sdk::ok();
+    }
     if (rows == nullptr || results == nullptr) {
       return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample: rows or results is NULL");
     }
@@ -29,10 +31,14 @@ ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, in
     }
 
     std::lock_guard lock(call_mutex_);
-    for (auto& f : failures_) f = WorkerFailures{};
+    for (auto& f : failures_) {
+      f = WorkerFailures{};
+    }
     pool_.run(n_rows, [&](int64_t row, int worker) {
       RowError error = sample_row(rows[row], vocab, results[row], workspaces_[worker]);
-      if (!error.failed()) return;
+      if (!error.failed()) {
+        return;
+      }
       WorkerFailures& f = failures_[worker];
       ++f.count;
       if (f.first_row < 0 || row < f.first_row) {
@@ -45,9 +51,13 @@ ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, in
     int64_t failed_rows = 0;
     for (const auto& f : failures_) {
       failed_rows += f.count;
-      if (f.count > 0 && (first == nullptr || f.first_row < first->first_row)) first = &f;
+      if (f.count > 0 && (first == nullptr || f.first_row < first->first_row)) {
+        first = &f;
+      }
     }
-    if (first == nullptr) return sdk::ok();
+    if (first == nullptr) {
+      return sdk::ok();
+    }
     std::string message = "row " + std::to_string(first->first_row) + ": " + first->first.message;
     if (failed_rows > 1) {
       message += " (" + std::to_string(failed_rows - 1) + " more of " + std::to_string(n_rows) +

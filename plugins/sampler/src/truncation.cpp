@@ -23,7 +23,9 @@ float kth_largest(std::span<const float> logits, int32_t k, std::vector<float>& 
   selection.assign(logits.begin(), logits.begin() + k);
   std::make_heap(selection.begin(), selection.end(), std::greater<>());  // front: the smallest
   for (size_t i = static_cast<size_t>(k); i < logits.size(); ++i) {
-    if (logits[i] <= selection.front()) continue;
+    if (logits[i] <= selection.front()) {
+      continue;
+    }
     std::pop_heap(selection.begin(), selection.end(), std::greater<>());
     selection.back() = logits[i];
     std::push_heap(selection.begin(), selection.end(), std::greater<>());
@@ -33,10 +35,14 @@ float kth_largest(std::span<const float> logits, int32_t k, std::vector<float>& 
 
 // Marks every logit below the k-th largest as removed (ties with the k-th value stay).
 void apply_top_k(std::span<float> logits, int32_t top_k, std::vector<float>& selection) {
-  if (top_k <= 0 || static_cast<size_t>(top_k) >= logits.size()) return;
+  if (top_k <= 0 || static_cast<size_t>(top_k) >= logits.size()) {
+    return;
+  }
   const float threshold = kth_largest(logits, top_k, selection);
   for (float& l : logits) {
-    if (l < threshold) l = kRemoved;
+    if (l < threshold) {
+      l = kRemoved;
+    }
   }
 }
 
@@ -56,14 +62,18 @@ float top_p_boundary(std::vector<float>& w, double target) {
     const auto greater_end = std::partition(first, last, [&](float x) { return x > pivot; });
     const auto equal_end = std::partition(greater_end, last, [&](float x) { return x == pivot; });
     double greater_mass = 0.0;
-    for (auto it = first; it != greater_end; ++it) greater_mass += *it;
+    for (auto it = first; it != greater_end; ++it) {
+      greater_mass += *it;
+    }
     if (mass_above + greater_mass >= target) {
       last = greater_end;  // the boundary lies among the larger weights
       continue;
     }
     const double equal_mass =
         static_cast<double>(pivot) * static_cast<double>(equal_end - greater_end);
-    if (mass_above + greater_mass + equal_mass >= target) return pivot;
+    if (mass_above + greater_mass + equal_mass >= target) {
+      return pivot;
+    }
     mass_above += greater_mass + equal_mass;
     first = equal_end;
   }
@@ -95,32 +105,44 @@ void logits_to_sampling_weights(std::span<float> values, const ts_sampling_param
     std::vector<float>& heavy = scratch.selection;
     heavy.clear();
     for (const float w : values) {
-      if (w > 0.0f && w > negligible) heavy.push_back(w);
+      if (w > 0.0f && w > negligible) {
+        heavy.push_back(w);
+      }
     }
     const float boundary = top_p_boundary(heavy, top_p * total);
     for (float& w : values) {
-      if (w < boundary) w = 0.0f;
+      if (w < boundary) {
+        w = 0.0f;
+      }
     }
   }
   if (params.min_p > 0.0f) {
     // The largest weight is exp(0) = 1, so min_p * max_prob is min_p in weight units.
     for (float& w : values) {
-      if (w < params.min_p) w = 0.0f;
+      if (w < params.min_p) {
+        w = 0.0f;
+      }
     }
   }
 }
 
 int32_t draw_from_weights(std::span<const float> weights, double u) {
   double total = 0.0;
-  for (const float w : weights) total += w;
+  for (const float w : weights) {
+    total += w;
+  }
   const double target = u * total;
   double cumulative = 0.0;
   int32_t last_positive = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i] <= 0.0f) continue;
+    if (weights[i] <= 0.0f) {
+      continue;
+    }
     cumulative += weights[i];
     last_positive = static_cast<int32_t>(i);
-    if (cumulative > target) return last_positive;
+    if (cumulative > target) {
+      return last_positive;
+    }
   }
   return last_positive;
 }
