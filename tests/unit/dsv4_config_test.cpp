@@ -218,7 +218,9 @@ TEST(Dsv4Config, RefusalsNameTheKey) {
   c = legacy_t(), c["qk_rope_head_dim"] = 7;
   expect_error(c, "rope dim 7 must be even");
   c = legacy_t(), c["num_hidden_layers"] = 1000000000;
-  expect_error(c, "key 'num_hidden_layers': 1000000000 exceeds 10000");
+  expect_error(c, "key 'num_hidden_layers': 1000000000 exceeds 1024");
+  c = legacy_t(), c["n_routed_experts"] = 1 << 30;
+  expect_error(c, "key 'n_routed_experts': 1073741824 exceeds 4096");
   try {
     (void)parse_model_config("{\"vocab_size\": ", "broken.json");
     ADD_FAILURE() << "accepted broken JSON";

@@ -23,7 +23,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kMaxLayers = 10000;  // bounds allocations driven by num_hidden_layers
+// Sanity bounds: the loader plans one entry per layer and expert before it reads any weight, so
+// these keep a hostile config from driving a huge allocation (released models: 61 layers, 384
+// experts).
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxExperts = 4096;
 
 // Typed access to one JSON object; every error names the source and the dotted key path.
 class Keys {
@@ -314,6 +318,8 @@ void check_ranges(const Keys& keys, const ModelConfig& c) {
   positive("moe_intermediate_size", c.moe_intermediate_size);
   if (c.num_layers > kMaxLayers)
     keys.fail("num_hidden_layers", fmt::format("{} exceeds {}", c.num_layers, kMaxLayers));
+  if (c.n_routed_experts > kMaxExperts)
+    keys.fail("n_routed_experts", fmt::format("{} exceeds {}", c.n_routed_experts, kMaxExperts));
   if (c.rope_dim <= 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim ||
       c.rope_dim > c.index_head_dim)
     keys.fail("qk_rope_head_dim",
