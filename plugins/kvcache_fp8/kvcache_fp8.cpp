@@ -120,7 +120,7 @@ const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, lo
 // round_trip_error: |x - load(store(x))| <= relative*|x| + of_row_amax*max|row| + absolute per
 // value (docs/kvcache.md). Main: e4m3 rounding is <= 2^-4 |v| for normals and <= 2^-10 in scaled
 // units for denormals, scale <= max(2 amax / 448, 2^-13), so 2^-10 * 2/448 = 4.36e-6 of the amax
-// and 2^-23 = 1.19e-7 absolute; bf16 rope is within 2^-9 relative. Indexer: the same e4m3 terms
+// and 2^-23 = 1.19e-7 absolute; bf16 rope is within 2^-8 relative. Indexer: the same e4m3 terms
 // with scale = max(amax, 1e-4) / 448 (2.18e-6 of the amax, 2.18e-10 absolute) plus fp32 rounding
 // of the scale arithmetic (< 4e-7 relative).
 const ts_plugin_descriptor kDescriptor = {
