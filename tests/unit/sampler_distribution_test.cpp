@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct Case {
   ts_sampling_params params;
   std::vector<int32_t> prompt;
   std::vector<int32_t> output;
+  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 };
 
 std::vector<Case> cases() {

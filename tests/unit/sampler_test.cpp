@@ -231,8 +231,13 @@ TEST(SamplerDeterminism, TheStreamDependsOnSeedAndCounter) {
   EXPECT_EQ(std::vector<int32_t>(a.begin() + 1, a.end()),
             std::vector<int32_t>(a_shifted.begin(), a_shifted.end() - 1));
   int same = 0;
-  for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+  int adjacent_repeats = 0;  // consecutive counters must give independent draws too
+  for (size_t i = 0; i < a.size(); ++i) {
+    same += a[i] == b[i];
+    if (i > 0) adjacent_repeats += a[i] == a[i - 1];
+  }
   EXPECT_LT(same, 20);  // 1/64 chance each: ~3 expected
+  EXPECT_LT(adjacent_repeats, 20);
   EXPECT_GT(std::set<int32_t>(a.begin(), a.end()).size(), 40u);
 }
 
