@@ -102,7 +102,7 @@ typedef const ts_plugin_descriptor* (*ts_plugin_entry_fn)(void);
 /* ---------------------------------------------------------------- sampler */
 typedef struct ts_sampling_params {
   float temperature;        /* 0 => greedy (argmax, lowest id on ties) */
-  int32_t top_k;            /* <= 0 => off */
+  int32_t top_k;            /* 0 => off; negative is invalid (frontends map -1 to 0) */
   float top_p;              /* 1 => off */
   float min_p;              /* 0 => off */
   float repetition_penalty; /* 1 => off; applies to prompt and output tokens (CTRL / HF rule) */
