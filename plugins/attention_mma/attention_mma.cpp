@@ -1,0 +1,280 @@
+// Attention backend "mma" (CUDA): the lightning indexer over the visible compressed entries, a
+// top-k per token, then sparse attention with the sink over window + chosen compressed rows, as
+// tensor-core kernels (mma.sync m16n8k16, bf16 x bf16 -> fp32) reading the bf16 latent cache
+// pages in device memory. Same contract and results as the reference backend (docs/cuda.md):
+//   - device.type CUDA: q, index_q, index_w, kv_pool, index_pool, layer->attn_sink, out->out,
+//     out->selected and the workspace are device memory of device.ordinal; the batch and its
+//     slot arrays are host memory (as for plan()).
+//   - run() enqueues on device.stream and returns without waiting; the only host-to-device copy
+//     is the work description (a few bytes per token and per slot), from pageable memory.
+//   - The plugin allocates no device memory: the caller sizes the workspace with plan().
+#include <string>
+#include <vector>
+
+#include "attention_enqueue.hpp"
+#include "kernels/launch.hpp"
+#include "tessera/plugin_sdk.hpp"
+#include "work_plan.hpp"
+
+#ifndef TESSERA_MMA_CUDA_ARCHS
+#define TESSERA_MMA_CUDA_ARCHS "90a"  // the emulator plays a compute capability 9.0 device
+#endif
+
+namespace {
+
+using tessera::sdk::fail;
+using tessera::sdk::ok;
+namespace mma = tessera::mma;
+
+struct MmaAttention {
+  tessera::sdk::Logger log;
+  int32_t ordinal = 0;
+  mma::DeviceLimits limits;
+  std::vector<uint8_t> staging;  // host image of the workspace's metadata sections
+};
+
+std::string cuda_error(const std::string& what, cudaError_t e) {
+  return what + ": " + cudaGetErrorString(e);
+}
+
+// Does this build hold code for compute capability major.minor? "90a" entries are exact (no
+// forward compatibility); a plain "120" runs on 12.x and, through its PTX, on later majors.
+bool built_for(int major, int minor) {
+  const std::string archs = TESSERA_MMA_CUDA_ARCHS;
+  size_t at = 0;
+  while (at <= archs.size()) {
+    const size_t end = std::min(archs.find_first_of(";, ", at), archs.size());
+    std::string arch = archs.substr(at, end - at);
+    at = end + 1;
+    if (arch.empty()) continue;
+    const bool specific = arch.back() == 'a' || arch.back() == 'f';
+    if (specific) arch.pop_back();
+    const int value = std::stoi(arch);
+    const int want = major * 10 + minor;
+    if (specific ? value == want
+                 : (major == value / 10 && minor >= value % 10) || major > value / 10)
+      return true;
+  }
+  return false;
+}
+
+// Reads the limits of device `ordinal` without creating a context. "" or why it cannot be used.
+std::string probe_device(int32_t ordinal, mma::DeviceLimits& limits) {
+  int count = 0;  // left unwritten when there is no driver (TOOLCHAIN.md §3)
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) return cuda_error("no CUDA device: cudaGetDeviceCount failed", e);
+  if (count == 0) return "no CUDA device: cudaGetDeviceCount found none";
+  if (ordinal < 0 || ordinal >= count)
+    return "CUDA device " + std::to_string(ordinal) + " does not exist (" + std::to_string(count) +
+           " found)";
+  int major = 0, minor = 0, sms = 0, smem_block = 0, smem_sm = 0;
+  const cudaDeviceAttr attrs[] = {cudaDevAttrComputeCapabilityMajor,
+                                  cudaDevAttrComputeCapabilityMinor, cudaDevAttrMultiProcessorCount,
+                                  cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                  cudaDevAttrMaxSharedMemoryPerMultiprocessor};
+  int* values[] = {&major, &minor, &sms, &smem_block, &smem_sm};
+  for (int i = 0; i < 5; ++i)
+    if (const cudaError_t a = cudaDeviceGetAttribute(values[i], attrs[i], ordinal);
+        a != cudaSuccess)
+      return cuda_error("cudaDeviceGetAttribute", a);
+  if (!built_for(major, minor))
+    return "mma attention was built for sm " TESSERA_MMA_CUDA_ARCHS "; CUDA device " +
+           std::to_string(ordinal) + " has compute capability " + std::to_string(major) + "." +
+           std::to_string(minor);
+  limits.sm_count = sms;
+  limits.smem_per_block = smem_block;
+  limits.smem_per_sm = smem_sm;
+  return "";
+}
+
+std::string check_device_pointer(const void* p, const char* name) {
+  cudaPointerAttributes attributes{};
+  const cudaError_t e = cudaPointerGetAttributes(&attributes, p);
+  if (e != cudaSuccess) return cuda_error(std::string("cudaPointerGetAttributes(") + name + ")", e);
+  if (attributes.type == cudaMemoryTypeUnregistered)
+    return std::string(name) + " is host memory; the mma backend needs device memory";
+  return "";
+}
+
+// The kv-cache format: only "bf16" records are read (TS_ERR_UNSUPPORTED otherwise).
+std::string check_layouts(const ts_attention_layer& layer, const ts_attention_inputs& in) {
+  if (std::string why = mma::check_bf16_layout(in.kv.main_layout, layer.head_dim, "main");
+      !why.empty())
+    return why;
+  if (layer.compress_ratio == 4)
+    return mma::check_bf16_layout(in.kv.indexer_layout, layer.index_head_dim, "indexer");
+  return "";
+}
+
+std::string check_pointers(const ts_attention_layer& layer, const ts_attention_inputs& in,
+                           const ts_attention_outputs& out) {
+  const bool csa = layer.compress_ratio == 4;
+  struct Pointer {
+    const void* p;
+    const char* name;
+    bool needed;
+  };
+  const Pointer pointers[] = {{in.q, "q", true},
+                              {out.out, "out", true},
+                              {in.kv_pool, "kv_pool", true},
+                              {layer.attn_sink, "attn_sink", true},
+                              {in.index_q, "index_q", csa},
+                              {in.index_w, "index_w", csa},
+                              {in.index_pool, "index_pool", csa}};
+  for (const Pointer& ptr : pointers) {
+    if (!ptr.needed) continue;
+    if (ptr.p == nullptr) return std::string(ptr.name) + " is null";
+    if (reinterpret_cast<uintptr_t>(ptr.p) % 16 != 0)
+      return std::string(ptr.name) + " must be 16-byte aligned";
+    if (std::string why = check_device_pointer(ptr.p, ptr.name); !why.empty()) return why;
+  }
+  return "";
+}
+
+ts_status check_support(const char*, ts_device device) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (device.type != TS_DEVICE_CUDA)
+      return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
+    mma::DeviceLimits limits;
+    if (std::string why = probe_device(device.ordinal, limits); !why.empty())
+      return fail(TS_ERR_UNSUPPORTED, why);
+    return ok();
+  });
+}
+
+ts_status create(const ts_host_api* host, const char*, ts_device device, ts_instance** out) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (device.type != TS_DEVICE_CUDA)
+      return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
+    MmaAttention impl;
+    impl.log = tessera::sdk::Logger(host, "mma");
+    impl.ordinal = device.ordinal;
+    if (std::string why = probe_device(device.ordinal, impl.limits); !why.empty())
+      return fail(TS_ERR_UNSUPPORTED, why);
+    if (const cudaError_t e = cudaSetDevice(device.ordinal); e != cudaSuccess)
+      return fail(TS_ERR_UNSUPPORTED, cuda_error("cudaSetDevice", e));
+    if (const cudaError_t e = mma::kernel_image_status(); e != cudaSuccess)
+      return fail(TS_ERR_UNSUPPORTED, cuda_error("mma kernels cannot run on this device", e));
+    impl.log.info("CUDA device " + std::to_string(device.ordinal) + ": " +
+                  std::to_string(impl.limits.sm_count) + " multiprocessors, " +
+                  std::to_string(impl.limits.smem_per_block / 1024) +
+                  " KiB shared memory per block");
+    return tessera::sdk::create_instance<MmaAttention>(out, std::move(impl));
+  });
+}
+
+void destroy(ts_instance* instance) { tessera::sdk::destroy_instance<MmaAttention>(instance); }
+
+ts_status plan(ts_instance* self, const ts_attention_layer* layer, const ts_attention_batch* batch,
+               size_t* workspace_bytes) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (layer == nullptr || batch == nullptr || workspace_bytes == nullptr)
+      return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch or workspace_bytes");
+    const MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
+    if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
+      return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
+    if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+    *workspace_bytes = mma::build_work_plan(*layer, *batch, impl.limits).workspace.total;
+    return ok();
+  });
+}
+
+ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_attention_batch* batch,
+              const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
+              size_t workspace_bytes, ts_device device) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
+    if (layer == nullptr || batch == nullptr || in == nullptr || out == nullptr)
+      return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch, inputs or outputs");
+    if (device.type != TS_DEVICE_CUDA)
+      return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
+    if (device.ordinal != impl.ordinal)
+      return fail(TS_ERR_INVALID_ARGUMENT, "instance was created for CUDA device " +
+                                               std::to_string(impl.ordinal) + ", run() got " +
+                                               std::to_string(device.ordinal));
+    if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
+      return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
+    if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+    if (std::string why = check_layouts(*layer, *in); !why.empty())
+      return fail(TS_ERR_UNSUPPORTED, why);
+    if (std::string why = check_pointers(*layer, *in, *out); !why.empty())
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+    const bool csa = layer->compress_ratio == 4;
+    mma::WorkPlan plan = mma::build_work_plan(*layer, *batch, impl.limits);
+    if (std::string why = mma::fill_offsets(plan, *layer, *batch, *in->kv.main_layout,
+                                            csa ? in->kv.indexer_layout : nullptr);
+        !why.empty())
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+    const mma::WorkspaceLayout& w = plan.workspace;
+    if (workspace_bytes < w.total)
+      return fail(TS_ERR_INVALID_ARGUMENT, "workspace of " + std::to_string(workspace_bytes) +
+                                               " bytes; plan() asked for " +
+                                               std::to_string(w.total));
+    out->entries_scored = 0;
+    if (plan.tasks.empty()) return ok();
+    if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
+      return fail(TS_ERR_INVALID_ARGUMENT, "workspace must be 256-byte aligned device memory");
+    if (std::string why = check_device_pointer(workspace, "workspace"); !why.empty())
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+
+    if (const cudaError_t e = cudaSetDevice(impl.ordinal); e != cudaSuccess)
+      return fail(TS_ERR_INTERNAL, cuda_error("cudaSetDevice", e));
+    auto* stream = static_cast<cudaStream_t>(device.stream);
+    auto* base = static_cast<uint8_t*>(workspace);
+    mma::pack_metadata(plan, impl.staging);
+    if (const cudaError_t e = cudaMemcpyAsync(base, impl.staging.data(), w.metadata_bytes,
+                                              cudaMemcpyHostToDevice, stream);
+        e != cudaSuccess)
+      return fail(TS_ERR_INTERNAL, cuda_error("copying the work description", e));
+    if (std::string why = mma::enqueue_attention(plan, *layer, *in, *out, base, stream);
+        !why.empty())
+      return fail(TS_ERR_INTERNAL, why);
+    out->entries_scored = plan.entries_scored;
+    return ok();
+  });
+}
+
+std::string build_info_json() {
+  std::string sm;
+  const std::string archs = TESSERA_MMA_CUDA_ARCHS;
+  for (size_t at = 0; at <= archs.size();) {
+    const size_t end = std::min(archs.find_first_of(";, ", at), archs.size());
+    if (end > at) sm += (sm.empty() ? "\"" : ",\"") + archs.substr(at, end - at) + "\"";
+    at = end + 1;
+  }
+#ifdef TESSERA_MMA_EMULATION
+  const std::string cuda = "\"emulated\"";
+#else
+  const std::string cuda = "\"" + std::to_string(CUDART_VERSION / 1000) + "." +
+                           std::to_string(CUDART_VERSION % 1000 / 10) + "\"";
+#endif
+  return std::string("{\"compiler\":\"") + __VERSION__ + "\",\"cuda\":" + cuda + ",\"sm\":[" + sm +
+         "]}";
+}
+
+const std::string kBuildInfo = build_info_json();
+
+const ts_attention_table kTable = {sizeof(ts_attention_table), plan, run};
+
+const ts_plugin_descriptor kDescriptor = {
+    sizeof(ts_plugin_descriptor),
+    TS_ABI_MAJOR,
+    TS_ABI_MINOR,
+    TS_KIND_ATTENTION,
+    "mma",
+    "1.0.0",
+    kBuildInfo.c_str(),
+    R"({"type":"object","properties":{},"additionalProperties":false})",
+    R"({"devices":["cuda"],"kv_formats":["bf16"],"cuda_graph":false,"head_dims":[64,128,256,512],)"
+    R"("index_head_dims":[64,128],"max_index_n_heads":64,"max_index_topk":4096})",
+    check_support,
+    create,
+    destroy,
+    &kTable,
+};
+
+}  // namespace
+
+TESSERA_DEFINE_PLUGIN(kDescriptor)

@@ -1,0 +1,14 @@
+# Sources of the mma attention plugin, shared by the main build (CMakeLists.txt here), the
+# standalone GPU build (tools/gpu/CMakeLists.txt: nvcc + g++ only) and the SIMT-emulator build
+# of the tests (tests/cuda/CMakeLists.txt).
+set(TESSERA_MMA_DIR ${CMAKE_CURRENT_LIST_DIR})
+# Host code: C++ that includes cuda_runtime.h (or the emulator's stand-in).
+set(TESSERA_MMA_HOST_SOURCES
+  ${TESSERA_MMA_DIR}/attention_mma.cpp
+  ${TESSERA_MMA_DIR}/attention_enqueue.cpp
+  ${TESSERA_MMA_DIR}/work_plan.cpp)
+# Kernels and their launchers.
+set(TESSERA_MMA_KERNEL_SOURCES
+  ${TESSERA_MMA_DIR}/kernels/sparse_attention.cu
+  ${TESSERA_MMA_DIR}/kernels/lightning_indexer.cu
+  ${TESSERA_MMA_DIR}/kernels/topk_select.cu)
