@@ -31,7 +31,11 @@ typedef enum ts_status_code {
   TS_ERR_UNSUPPORTED = 2,      /* valid, but this plugin cannot do it (device, format, shape) */
   TS_ERR_OUT_OF_MEMORY = 3,
   TS_ERR_NUMERIC = 4, /* NaN / inf in data that must be finite */
-  TS_ERR_INTERNAL = 5 /* a bug or an exception caught at the boundary */
+  TS_ERR_INTERNAL = 5, /* a bug or an exception caught at the boundary */
+  /* Returned by ts_engine_api calls; frontends map them to their protocol's errors. */
+  TS_ERR_BUSY = 6,          /* over capacity (queue full): retry later (HTTP 429) */
+  TS_ERR_UNAVAILABLE = 7,   /* not serving now: loading or draining (HTTP 503) */
+  TS_ERR_CONTEXT_LENGTH = 8 /* prompt + max_tokens beyond the context (HTTP 400) */
 } ts_status_code;
 
 /* message is owned by the plugin and stays valid until the next call into the same plugin from
@@ -272,15 +276,25 @@ typedef struct ts_engine_api {
   const char* (*model_info_json)(void* ctx);
   const char* (*metrics_text)(void* ctx);
   int32_t (*health)(void* ctx); /* 0 loading, 1 ready, 2 draining */
+  /* Buffer convention (tokenize, detokenize, apply_chat_template): the full count goes to *n_ids
+   * / *n_bytes and at most `capacity` elements are written; call again when it was larger. */
   ts_status (*tokenize)(void* ctx, const char* text, int32_t* ids, int64_t capacity,
                         int64_t* n_ids);
   ts_status (*detokenize)(void* ctx, const int32_t* ids, int64_t n, char* text, int64_t capacity,
                           int64_t* n_bytes);
+  /* Appended slots: check struct_size before calling.
+   * The model's chat template applied to {"messages", "tools", "thinking", "reasoning_effort"}:
+   * the prompt text submit would build for the same fields. */
+  ts_status (*apply_chat_template)(void* ctx, const char* request_json, char* text,
+                                   int64_t capacity, int64_t* n_bytes);
 } ts_engine_api;
 
 typedef struct ts_frontend_table {
   uint32_t struct_size;
+  /* Starts serving (listening) and returns; the engine table outlives the instance. */
   ts_status (*start)(ts_instance* self, const ts_engine_api* engine);
+  /* Drain: stop accepting, let in-flight requests finish for at most deadline_ms milliseconds,
+   * abort the rest, close everything, return. No engine call is made after it returns. */
   ts_status (*stop)(ts_instance* self, int64_t deadline_ms);
 } ts_frontend_table;
 
