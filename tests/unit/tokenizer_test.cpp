@@ -136,6 +136,98 @@ TEST(Tokenizer, InvalidUtf8IsRejectedAndItsLossyFormMatchesHuggingFace) {
   }
 }
 
+// Features DeepSeek's file does not use, on the fuzz seeds of tests/fuzz/corpus/tokenizer_load:
+// flags.json (added token with single_word + lstrip + rstrip, non-byte-level BPE with a fused
+// unk_token, byte_fallback without <0x..> tokens, ignore_merges, an inverted MergedWithNext
+// String split) and gpt2_template.json (ByteLevel with add_prefix_space + use_regex, a
+// TemplateProcessing BOS). Expected values from HF tokenizers 0.23.3: encode(text,
+// add_special_tokens).ids and decode(ids, skip_special_tokens=True).
+TEST(Tokenizer, OtherHuggingFaceFeaturesMatch) {
+  struct Case {
+    const char* file;
+    std::string text;
+    bool add_special_tokens;
+    std::vector<int32_t> ids;
+    std::string decoded_skip_special;
+  };
+  const std::vector<Case> cases = {
+      {"flags",
+       "<s>x <s> y<s>z  <s>  w",
+       false,
+       {29, 84, 31, 89, 0, 90, 29, 84, 31, 91, 0, 88},
+       "<s>xy<s>zw"},
+      {"flags",
+       "<s>x <s> y<s>z  <s>  w",
+       true,
+       {29, 84, 31, 89, 0, 90, 29, 84, 31, 91, 0, 88},
+       "<s>xy<s>zw"},
+      {"flags",
+       "a-b--c -d- in the  er\n\n  ther",
+       false,
+       {66, 14, 67, 14, 14, 68, 0, 14, 69, 14, 0, 261, 0, 85, 259, 0, 263, 0, 85, 259, 83},
+       "a-b--c-d-intheerther"},
+      {"flags",
+       "a-b--c -d- in the  er\n\n  ther",
+       true,
+       {66, 14, 67, 14, 14, 68, 0, 14, 69, 14, 0, 261, 0, 85, 259, 0, 263, 0, 85, 259, 83},
+       "a-b--c-d-intheerther"},
+      {"flags",
+       "中文 123456 x</s>y ab'sc é 😀  　\t",
+       false,
+       {0, 18, 19, 20, 21, 22, 23, 0, 89, 1, 90, 0, 66, 67, 8, 84, 68, 0, 167, 0},
+       "123456x</s>yab'sc�"},
+      {"flags",
+       "中文 123456 x</s>y ab'sc é 😀  　\t",
+       true,
+       {0, 18, 19, 20, 21, 22, 23, 0, 89, 1, 90, 0, 66, 67, 8, 84, 68, 0, 167, 0},
+       "123456x</s>yab'sc�"},
+      {"gpt2_template",
+       "<s>x <s> y<s>z  <s>  w",
+       false,
+       {0, 222, 89, 222, 0, 222, 90, 0, 222, 91, 222, 222, 0, 222, 222, 88},
+       " x  y z    w"},
+      {"gpt2_template",
+       "<s>x <s> y<s>z  <s>  w",
+       true,
+       {0, 0, 222, 89, 222, 0, 222, 90, 0, 222, 91, 222, 222, 0, 222, 222, 88},
+       " x  y z    w"},
+      {"gpt2_template",
+       "a-b--c -d- in the  er\n\n  ther",
+       false,
+       {262, 14,  67,  14,  14,  68,  222, 14,  69,  14, 222,
+        261, 260, 222, 222, 263, 200, 200, 222, 260, 83},
+       " a-b--c -d- in the  er\n\n  ther"},
+      {"gpt2_template",
+       "a-b--c -d- in the  er\n\n  ther",
+       true,
+       {0,   262, 14,  67,  14,  14,  68,  222, 14,  69,  14,
+        222, 261, 260, 222, 222, 263, 200, 200, 222, 260, 83},
+       " a-b--c -d- in the  er\n\n  ther"},
+      {"gpt2_template",
+       "中文 123456 x</s>y ab'sc é 😀  　\t",
+       false,
+       {222, 162, 118, 257, 164, 246, 231, 222, 18,  19,  20,  21,  22,
+        23,  222, 89,  1,   222, 90,  262, 67,  8,   84,  68,  222, 129,
+        104, 222, 174, 255, 248, 224, 222, 128, 256, 161, 224, 224, 199},
+       " 中文 123456 x</s> y ab'sc é 😀  　\t"},
+      {"gpt2_template",
+       "中文 123456 x</s>y ab'sc é 😀  　\t",
+       true,
+       {0,   222, 162, 118, 257, 164, 246, 231, 222, 18,  19,  20,  21,  22,
+        23,  222, 89,  1,   222, 90,  262, 67,  8,   84,  68,  222, 129, 104,
+        222, 174, 255, 248, 224, 222, 128, 256, 161, 224, 224, 199},
+       " 中文 123456 x</s> y ab'sc é 😀  　\t"},
+  };
+  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/tests/fuzz/corpus/tokenizer_load/";
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.file) + " " + json(c.text).dump());
+    const Tokenizer tok = Tokenizer::from_file(dir + c.file + ".json");
+    const auto ids = tok.encode(c.text, c.add_special_tokens);
+    EXPECT_EQ(ids, c.ids);
+    EXPECT_EQ(tok.decode(ids, true), c.decoded_skip_special);
+  }
+}
+
 // Every code point's membership in the regex classes, against the sets HF's Oniguruma matches.
 TEST(Tokenizer, RegexClassesMatchOniguruma) {
   const json classes = json::parse(read_file(kDataDir + "unicode_classes.json"));
