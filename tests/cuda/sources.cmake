@@ -1,0 +1,11 @@
+# Source lists of the CUDA tests, shared by tests/cuda/CMakeLists.txt (main build) and
+# tools/gpu/CMakeLists.txt (standalone GPU build with nvcc and g++ only).
+get_filename_component(TESSERA_CUDA_TEST_DIR ${CMAKE_CURRENT_LIST_DIR} ABSOLUTE)
+get_filename_component(TESSERA_REFERENCE_DIR ${CMAKE_CURRENT_LIST_DIR}/../../plugins/attention_reference ABSOLUTE)
+include(${CMAKE_CURRENT_LIST_DIR}/../../plugins/attention_mma/sources.cmake)
+# Random problems + the CPU reference, compiled from plugins/attention_reference as is.
+set(TESSERA_CUDA_TEST_CASE_SOURCES
+  ${TESSERA_CUDA_TEST_DIR}/attention_case.cpp
+  ${TESSERA_REFERENCE_DIR}/lightning_indexer.cpp
+  ${TESSERA_REFERENCE_DIR}/sparse_attention.cpp)
+set(TESSERA_CUDA_TEST_INCLUDES ${TESSERA_CUDA_TEST_DIR} ${TESSERA_REFERENCE_DIR} ${TESSERA_MMA_DIR})
