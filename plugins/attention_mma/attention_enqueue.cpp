@@ -4,7 +4,7 @@ namespace tessera::mma {
 
 std::string enqueue_attention(const WorkPlan& plan, const ts_attention_layer& layer,
                               const ts_attention_inputs& in, const ts_attention_outputs& out,
-                              uint8_t* workspace, cudaStream_t stream) {
+                              uint8_t* workspace, cudaStream_t stream, Stages stages) {
   const WorkspaceLayout& w = plan.workspace;
   const bool csa = layer.compress_ratio == 4;
   const auto* tasks = reinterpret_cast<const TokenTask*>(workspace + w.tasks);
@@ -17,7 +17,7 @@ std::string enqueue_attention(const WorkPlan& plan, const ts_attention_layer& la
                             : std::string("launching ") + kernel + ": " + cudaGetErrorString(e);
   };
 
-  if (csa) {
+  if (csa && stages != Stages::kAttention) {
     const IndexerParams ip{tasks,
                            reinterpret_cast<const IndexerItem*>(workspace + w.indexer_items),
                            reinterpret_cast<const int64_t*>(workspace + w.index_offsets),
@@ -36,6 +36,7 @@ std::string enqueue_attention(const WorkPlan& plan, const ts_attention_layer& la
                                                    plan.topk_smem, stream));
     if (!why.empty()) return why;
   }
+  if (stages == Stages::kSelection) return "";
   const AttentionParams ap{tasks,
                            reinterpret_cast<const AttentionItem*>(workspace + w.attention_items),
                            reinterpret_cast<const int64_t*>(workspace + w.window_offsets),

@@ -11,9 +11,14 @@
 
 namespace tessera::mma {
 
+// Which kernels to enqueue: all of them (run()), or, for the benchmark's split timings, only the
+// CSA selection (indexer + top-k) or only the attention (+ combine) over an earlier selection.
+enum class Stages { kAll, kSelection, kAttention };
+
 // "" on success, else which launch failed and why.
 std::string enqueue_attention(const WorkPlan& plan, const ts_attention_layer& layer,
                               const ts_attention_inputs& in, const ts_attention_outputs& out,
-                              uint8_t* workspace, cudaStream_t stream);
+                              uint8_t* workspace, cudaStream_t stream,
+                              Stages stages = Stages::kAll);
 
 }  // namespace tessera::mma

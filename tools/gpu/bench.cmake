@@ -1,0 +1,10 @@
+# The kernel benchmark: links the plugin's planner and kernels directly so that it can time the
+# enqueued kernels alone. Included by tools/gpu/CMakeLists.txt and tests/cuda/CMakeLists.txt
+# (so that CI compiles it); needs the lists of tests/cuda/sources.cmake.
+add_executable(attention_mma_bench ${CMAKE_CURRENT_LIST_DIR}/attention_mma_bench.cpp
+  ${TESSERA_MMA_DIR}/attention_enqueue.cpp ${TESSERA_MMA_DIR}/work_plan.cpp
+  ${TESSERA_MMA_KERNEL_SOURCES} ${TESSERA_CUDA_TEST_DIR}/test_device_cuda.cpp
+  ${TESSERA_CUDA_TEST_CASE_SOURCES})
+target_include_directories(attention_mma_bench PRIVATE ${TESSERA_CUDA_TEST_INCLUDES})
+target_compile_options(attention_mma_bench PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+target_link_libraries(attention_mma_bench PRIVATE tessera_sdk CUDA::cudart Threads::Threads)

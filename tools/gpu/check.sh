@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# tools/gpu/check.sh: the one command for a machine with an NVIDIA GPU (nvcc, CMake, ninja,
+# python3; no Debian libraries needed). Builds the mma plugin, its tests and the kernel benchmark
+# from this checkout (tools/gpu/CMakeLists.txt), runs every GPU test (also under
+# compute-sanitizer when present) and the benchmark, and writes a markdown report to
+# $OUT/gpu_results.md (and stdout). Budget: under five minutes on an H200.
+#
+# Environment: OUT (default build-gpu-check/), TESSERA_GPU_BUILD (default /tmp/tessera-gpu-build),
+# TESSERA_CUDA_ARCHS (default: the GPU's compute capability, 9.0 -> 90a).
+# Exit status: 0 all passed, 1 a step failed, 77 no CUDA device (build checked, nothing run).
+set -uo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-$here/build-gpu-check}
+build=${TESSERA_GPU_BUILD:-/tmp/tessera-gpu-build}
+mkdir -p "$out"
+log=$out/check.log
+: >"$log"
+export PATH=$PATH:/usr/local/cuda/bin
+t_start=$(date +%s)
+
+steps=()   # "| step | result | seconds |" rows
+failed=0
+skipped=0
+say() { echo "$*" | tee -a "$log"; }
+# step NAME TIMEOUT COMMAND...: runs with a time limit, logs, records the result.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0 rc result
+  t0=$(date +%s)
+  say "==> $name: $*"
+  timeout "$limit" "$@" 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
+  case $rc in
+    0) result=pass ;;
+    77) result="skipped (no CUDA device)"; skipped=1 ;;
+    124) result="FAIL (timed out after ${limit}s)"; failed=1 ;;
+    *) result="FAIL (exit $rc)"; failed=1 ;;
+  esac
+  steps+=("| $name | $result | $(($(date +%s) - t0)) |")
+  say "<== $name: $result"
+  return 0
+}
+
+# ---- machine
+gpu="none"
+cc=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw \
+    --format=csv >>"$log" 2>&1 || true
+fi
+if [ -n "${TESSERA_CUDA_ARCHS:-}" ]; then
+  archs=$TESSERA_CUDA_ARCHS
+elif [ "$cc" = "9.0" ]; then
+  archs=90a
+elif [ -n "$cc" ]; then
+  archs=${cc/./}
+else
+  archs="90a;120"
+fi
+commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "${TESSERA_COMMIT:-unknown}")
+nvcc_version=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+say "GPU: $gpu; building for sm $archs; commit $commit; nvcc ${nvcc_version:-?}; $(cmake --version | head -1)"
+
+# ---- build
+step "configure" 120 cmake -S "$here/tools/gpu" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  "-DCMAKE_CUDA_ARCHITECTURES=$archs"
+step "build" 300 cmake --build "$build" -j "$(nproc)"
+plugin=$build/libtessera_attention_mma.so
+
+# ---- tests
+step "attention_mma_plan_test" 60 "$build/attention_mma_plan_test"
+step "attention_mma_test" 240 "$build/attention_mma_test" "$plugin" --markdown "$out/test_table.md"
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [ -n "$sanitizer" ] && [ "$skipped" = 0 ]; then
+  step "memcheck flash-decode-csa" 90 "$sanitizer" --tool memcheck --error-exitcode 3 \
+    "$build/attention_mma_test" "$plugin" --quick --only flash-decode-csa
+  step "racecheck csa-small" 90 "$sanitizer" --tool racecheck --error-exitcode 3 \
+    "$build/attention_mma_test" "$plugin" --quick --only csa-small
+fi
+
+# ---- benchmark
+step "attention_mma_bench" 240 "$build/attention_mma_bench" --markdown "$out/bench_table.md"
+
+# ---- report
+total=$(($(date +%s) - t_start))
+{
+  echo "# Tessera GPU check"
+  echo
+  echo "- command: \`tools/gpu/check.sh\` (commit $commit), $(date -u '+%Y-%m-%d %H:%M UTC'), ${total}s in all"
+  echo "- GPU: $gpu (built for sm $archs, nvcc ${nvcc_version:-?})"
+  echo
+  echo "| step | result | seconds |"
+  echo "|---|---|---|"
+  printf '%s\n' "${steps[@]}"
+  echo
+  echo "## Correctness: attention_mma_test (mma plugin vs CPU reference)"
+  echo
+  if [ -s "$out/test_table.md" ]; then cat "$out/test_table.md"; else echo "(no results: see check.log)"; fi
+  echo
+  echo "## Kernel benchmark: attention_mma_bench"
+  echo
+  if [ -s "$out/bench_table.md" ]; then cat "$out/bench_table.md"; else echo "(no results: see check.log)"; fi
+} >"$out/gpu_results.md"
+echo
+cat "$out/gpu_results.md"
+if [ "$failed" != 0 ]; then exit 1; fi
+if [ "$skipped" != 0 ]; then exit 77; fi
+exit 0
