@@ -14,6 +14,7 @@
 #include "chat/chat_encoder.hpp"
 #include "chat/completion_parser.hpp"
 #include "chat/python_json.hpp"
+#include "chat/request_messages.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace tessera::chat {
@@ -124,6 +125,36 @@ TEST(PythonJson, FloatsAndStringsAsPythonWritesThem) {
             "{\"b\": [1, 2.5, true, null, \"x\\\"\\\\\\n\\t\\u0001\u007f é\"], \"a\": {}}");
   EXPECT_EQ(to_python_json(Json::parse("[1e2, -0, 18446744073709551615]")),
             "[100.0, 0, 18446744073709551615]");
+}
+
+// The request form of the fixture "tools_empty_system": no system message, tools at request
+// level. The sglang mapping inserts the empty system message that carries them.
+TEST(ChatEncoding, RequestToolsGoOnAnInsertedSystemMessage) {
+  for (const Json& row : read_jsonl("conversations.jsonl")) {
+    if (row.at("name") != "tools_empty_system") continue;
+    Json request_messages = row.at("messages");
+    const Json tools = request_messages[0].at("tools");
+    request_messages.erase(request_messages.begin());
+    const Json mapped = messages_for_encoder(request_messages, tools);
+    EXPECT_EQ(encode_messages(mapped, options_of(row)), row.at("expected").get<std::string>());
+    return;
+  }
+  FAIL() << "fixture case tools_empty_system not found";
+}
+
+TEST(ChatEncoding, RequestMappingFlattensContentAndContinuesTheLastAssistant) {
+  const Json request = Json::parse(R"([
+    {"role": "system", "content": [{"type": "text", "text": "Be"}, {"type": "text", "text": "brief."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "image_url", "image_url": {"url": "x"}}]},
+    {"role": "assistant", "content": "Hel"}])");
+  RequestMapping mapping;
+  mapping.continue_final_message = true;
+  const Json mapped = messages_for_encoder(request, nullptr, mapping);
+  EXPECT_EQ(encode_messages(mapped),
+            "<｜begin▁of▁sentence｜>Be brief.<｜User｜>Hi<｜Assistant｜></think>Hel");
+  EXPECT_EQ(encode_messages(messages_for_encoder(request, nullptr)),
+            "<｜begin▁of▁sentence｜>Be brief.<｜User｜>Hi<｜Assistant｜></think>Hel"
+            "<｜end▁of▁sentence｜>");
 }
 
 // ---- parsing completions ---------------------------------------------------------------------

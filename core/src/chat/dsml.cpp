@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "chat/message_preprocess.hpp"
 #include "chat/python_json.hpp"
 
 namespace tessera::chat {
@@ -106,12 +107,12 @@ Json parse_arguments(const Json& function) {
       parsed = Json::parse(arguments.get<std::string>());
     } catch (const Json::exception& e) {
       throw ChatEncodingError(fmt::format("tool call '{}': arguments are not valid JSON: {}",
-                                          function.value("name", ""), e.what()));
+                                          string_member(function, "name"), e.what()));
     }
     if (parsed.is_object()) return parsed;
   }
   throw ChatEncodingError(fmt::format("tool call '{}': function.arguments must be a JSON object",
-                                      function.value("name", "")));
+                                      string_member(function, "name")));
 }
 
 }  // namespace

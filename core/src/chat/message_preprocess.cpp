@@ -45,6 +45,12 @@ bool truthy(const Json& v) {
   }
 }
 
+std::string string_member(const Json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 bool has_non_null(const Json& message, const char* key) {
   auto it = message.find(key);
   return it != message.end() && !it->is_null();
@@ -113,7 +119,7 @@ void sort_tool_results_by_call_order(Json& messages) {
       Json& blocks = message["content_blocks"];
       std::vector<Json> tool_blocks;
       for (const Json& b : blocks)
-        if (b.value("type", "") == "tool_result") tool_blocks.push_back(b);
+        if (string_member(b, "type") == "tool_result") tool_blocks.push_back(b);
       if (tool_blocks.size() < 2 || order.empty()) continue;
       auto position = [&](const Json& block) -> long {
         const Json& id = block["tool_use_id"];
@@ -125,7 +131,7 @@ void sort_tool_results_by_call_order(Json& messages) {
                        [&](const Json& a, const Json& b) { return position(a) < position(b); });
       std::size_t next = 0;
       for (Json& b : blocks)
-        if (b.value("type", "") == "tool_result") b = tool_blocks[next++];
+        if (string_member(b, "type") == "tool_result") b = tool_blocks[next++];
     }
   }
 }

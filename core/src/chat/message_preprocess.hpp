@@ -22,6 +22,9 @@ void sort_tool_results_by_call_order(Json& messages);  // in place, on a merged 
 // Python truthiness of a JSON value (null, false, 0, "", [] and {} are false).
 [[nodiscard]] bool truthy(const Json& value);
 
+// The string at obj[key], or "" when obj is not an object or the member is absent / not a string.
+[[nodiscard]] std::string string_member(const Json& obj, const char* key);
+
 // messages[i].get(key) is not None.
 [[nodiscard]] bool has_non_null(const Json& message, const char* key);
 
