@@ -72,6 +72,7 @@ plugin=$build/libtessera_attention_mma.so
 
 # ---- tests
 step "attention_mma_plan_test" 60 "$build/attention_mma_plan_test"
+step "device_module_test" 60 "$build/device_module_test" "$build/libtessera_cuda.so"
 step "attention_mma_test" 240 "$build/attention_mma_test" "$plugin" --markdown "$out/test_table.md"
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [ -n "$sanitizer" ] && [ "$skipped" = 0 ]; then
