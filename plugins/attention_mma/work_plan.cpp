@@ -102,6 +102,7 @@ std::string check_batch(const ts_attention_layer& layer, const ts_attention_batc
   if (batch.n_sequences < 0 || batch.n_tokens < 0) return "negative n_sequences or n_tokens";
   if (batch.n_sequences > 0 && batch.sequences == nullptr) return "sequences is null";
   const int32_t m = layer.compress_ratio;
+  int64_t total_slots = 0;  // offsets are indexed with int32 on the device
   for (int32_t s = 0; s < batch.n_sequences; ++s) {
     const ts_attention_sequence& seq = batch.sequences[s];
     const std::string where = "sequence " + str(s) + ": ";
@@ -124,6 +125,9 @@ std::string check_batch(const ts_attention_layer& layer, const ts_attention_batc
       return where + "compressed_slots is null";
     if (m == 4 && seq.n_compressed > 0 && seq.indexer_slots == nullptr)
       return where + "indexer_slots is null";
+    total_slots += last - seq.window_first_position + 1 + (m > 0 ? seq.n_compressed : 0);
+    if (total_slots > std::numeric_limits<int32_t>::max() / 2)
+      return "the batch references more than 2^30 cache slots; split it";
   }
   return "";
 }

@@ -148,8 +148,9 @@ HostCase make_case(const CaseSpec& spec, uint64_t seed) {
   L.index_topk = spec.topk;
   L.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.head_dim)));
   c.main_layout = bf16_layout(TS_KV_MAIN, spec.head_dim, spec.rope_dim, spec.entries_per_page);
-  c.index_layout = bf16_layout(TS_KV_INDEXER, spec.index_dim, std::min(64, spec.index_dim / 2),
-                               spec.entries_per_page);
+  // Indexer keys: the runtime describes them with rope_dim = dim (docs/kvcache.md).
+  c.index_layout =
+      bf16_layout(TS_KV_INDEXER, spec.index_dim, spec.index_dim, spec.entries_per_page);
 
   // Sequences, queries packed in order; slots are drawn from a shuffled range so that rows of
   // one sequence are scattered over pages.
