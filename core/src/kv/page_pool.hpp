@@ -1,8 +1,15 @@
 // A fixed pool of equally sized cache pages with a free list. Page i starts at data() + i *
 // page_bytes; slot s of the pool is entry s % entries_per_page of page s / entries_per_page.
-// Not thread-safe: owned by the engine loop (docs/engine.md).
+//
+// Pages are reference counted so that prefix-cache snapshots and the sequences restored from them
+// can share pages (docs/engine.md "Prefix cache"). Each page also remembers its write frontier:
+// one past the highest entry any holder has written. Entries are only ever appended, so a holder
+// may write entry e of a shared page without copying only when e is the frontier (nobody else has
+// written there); otherwise it must clone the page first (copy-on-write).
+// Not thread-safe: owned by one rank's thread (docs/engine.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -12,9 +19,23 @@ class PagePool {
  public:
   PagePool(uint64_t page_bytes, int32_t entries_per_page, int64_t n_pages);
 
-  // Returns a free page index, or -1 when the pool is exhausted.
+  // Returns a free page index (reference count 1, frontier 0), or -1 when the pool is exhausted.
   [[nodiscard]] int32_t allocate();
+  // One more holder of an allocated page.
+  void retain(int32_t page);
+  // One holder fewer; the page is free again when none is left.
   void release(int32_t page);
+  // A new page with the same bytes and frontier as `page` (copy-on-write), or -1 when exhausted.
+  [[nodiscard]] int32_t clone(int32_t page);
+
+  int32_t refcount(int32_t page) const { return refcount_[static_cast<std::size_t>(page)]; }
+  int32_t frontier(int32_t page) const { return frontier_[static_cast<std::size_t>(page)]; }
+  // Entry `entry` of `page` is being written: advances the frontier.
+  void note_write(int32_t page, int32_t entry);
+  // True when writing entry `entry` of `page` could overwrite what another holder reads.
+  bool write_needs_copy(int32_t page, int32_t entry) const {
+    return refcount(page) > 1 && frontier(page) > entry;
+  }
 
   uint8_t* data() { return bytes_.data(); }
   const uint8_t* data() const { return bytes_.data(); }
@@ -24,12 +45,15 @@ class PagePool {
   uint64_t page_bytes() const { return page_bytes_; }
 
  private:
+  void check_in_use(int32_t page, const char* what) const;
+
   uint64_t page_bytes_;
   int32_t entries_per_page_;
   int64_t n_pages_;
   std::vector<uint8_t> bytes_;
-  std::vector<int32_t> free_;    // stack of free pages
-  std::vector<uint8_t> in_use_;  // double-free / foreign-page guard
+  std::vector<int32_t> free_;      // stack of free pages
+  std::vector<int32_t> refcount_;  // 0: free (double-free / foreign-page guard)
+  std::vector<int32_t> frontier_;
 };
 
 }  // namespace tessera

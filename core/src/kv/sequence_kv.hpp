@@ -1,8 +1,9 @@
 // One sequence's cache bookkeeping, per layer: the window pages (positions that the 128-token
 // window can still see), the compressed-entry pages, the indexer-key pages (CSA), and the two
 // compressor states. Pages come from pools shared by all sequences and layers and go back when
-// they leave the window or when the sequence is destroyed.
-// Owned and used by the engine loop thread only.
+// they leave the window or when the sequence is destroyed. Pages may be shared with prefix
+// snapshots (kv/prefix_snapshot.hpp); a shared page is copied before it is written.
+// Owned and used by one rank's thread only (docs/engine.md).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kv/page_pool.hpp"
+#include "kv/prefix_snapshot.hpp"
 #include "model/compressor.hpp"
 #include "model/dsv4_config.hpp"
 
@@ -20,19 +22,39 @@ struct KvPools {
   PagePool indexer;  // lightning-indexer keys
 };
 
+// Pages a step may take from each pool.
+struct PageDemand {
+  int64_t main = 0;
+  int64_t indexer = 0;
+  bool fits(const KvPools& pools) const {
+    return main <= pools.main.free_pages() && indexer <= pools.indexer.free_pages();
+  }
+};
+
 class SequenceKv {
  public:
   SequenceKv(const dsv4::ModelConfig& config, KvPools& pools);
+  // Resumes from a prefix snapshot: shares its pages, copies its compressor states;
+  // length() == from.length().
+  SequenceKv(const dsv4::ModelConfig& config, KvPools& pools, const PrefixSnapshot& from);
   ~SequenceKv();
   SequenceKv(const SequenceKv&) = delete;
   SequenceKv& operator=(const SequenceKv&) = delete;
 
   // Tokens whose kv is in the cache; the next token's position.
   int64_t length() const { return length_; }
-  void advance(int64_t n_tokens);  // after a forward: marks tokens cached, frees old window pages
+  // After a forward: marks tokens cached, builds requested snapshots, frees old window pages.
+  void advance(int64_t n_tokens);
 
-  // Main-cache slot of `position` in the window of `layer`, allocating its page on first use.
-  int64_t window_slot(int64_t layer, int64_t position);
+  // The most pages the next n_tokens can take (new window pages, new compressed / indexer pages,
+  // copies of shared pages). Pages that advance() frees afterwards are not counted.
+  PageDemand pages_needed(int64_t n_tokens) const;
+
+  // Main-cache slot where `position` (>= length()) of `layer` is written; allocates its page, or
+  // copies it when shared.
+  int64_t write_window_slot(int64_t layer, int64_t position);
+  // Main-cache slot of a written position still in the window.
+  int64_t window_slot(int64_t layer, int64_t position) const;
   // First position whose window page is still held (start of the slot list given to attention).
   int64_t window_first_position(int64_t layer) const;
   // Appends a compressed entry (and its indexer key slot for CSA layers); returns the main slot.
@@ -43,6 +65,16 @@ class SequenceKv {
 
   dsv4::CompressorState& compressor(int64_t layer) { return layers_[layer].compressor; }
   dsv4::CompressorState& index_compressor(int64_t layer) { return layers_[layer].index_compressor; }
+
+  // Prefix snapshots. The engine asks for one at `length` (in the next forward's chunk; a
+  // multiple of the page size and of every compress ratio); the model calls compressor_pushed
+  // after each compressor push; advance() builds the snapshot before it frees window pages, and
+  // take_snapshots() hands the finished ones over (in increasing length).
+  void request_snapshot(int64_t length);
+  void compressor_pushed(int64_t layer, bool indexer, int64_t length_after) {
+    if (!pending_.empty()) record_compressor(layer, indexer, length_after);
+  }
+  std::vector<PrefixSnapshot> take_snapshots();
 
   int64_t pages_held() const;
 
@@ -56,7 +88,17 @@ class SequenceKv {
     dsv4::CompressorState compressor;
     dsv4::CompressorState index_compressor;
   };
+  struct PendingSnapshot {
+    int64_t length = 0;
+    std::vector<dsv4::CompressorSnapshot> compressor, index_compressor;  // [layers]
+    std::vector<uint8_t> recorded;  // [layers] bit 1: compressor, bit 2: index compressor
+  };
+  void init_layers(const dsv4::ModelConfig& config);
   int32_t take(PagePool& pool);
+  // Copies `page` when another holder may read the entry about to be written.
+  int32_t own_for_write(PagePool& pool, int32_t page, int64_t entry);
+  void record_compressor(int64_t layer, bool indexer, int64_t length_after);
+  PrefixSnapshot build_snapshot(const PendingSnapshot& pending);
 
   KvPools& pools_;
   int64_t window_;
@@ -64,6 +106,8 @@ class SequenceKv {
   int64_t length_ = 0;
   std::vector<int64_t> ratios_;
   std::vector<Layer> layers_;
+  std::vector<PendingSnapshot> pending_;
+  std::vector<PrefixSnapshot> ready_;
 };
 
 }  // namespace tessera

@@ -41,6 +41,7 @@ void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor
       const float* ape = w.ape.ptr() + (p % m) * width;
       for (int64_t c = 0; c < width; ++c) g[c] += ape[c];
       auto entry = state.push(p, kv.data() + row * width, g);
+      chunk.kv->compressor_pushed(layer, is_indexer, p + 1);  // prefix-cache snapshots
       if (!entry) continue;
       ops::rms_norm(entry->data(), 1, dim, w.norm.ptr(),
                     static_cast<float>(ctx.config.rms_norm_eps));
@@ -65,7 +66,8 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
                        ForwardStats& stats) {
   const ModelConfig& cfg = ctx.config;
   const int64_t T = static_cast<int64_t>(positions.size());
-  const int64_t H = cfg.num_heads, Dh = cfg.head_dim, m = cfg.compress_ratio(layer);
+  // Heads on this rank: all of them, or a tensor-parallel shard (wq_b rows, wo_a groups).
+  const int64_t Dh = cfg.head_dim, H = w.wq_b.shape[0] / Dh, m = cfg.compress_ratio(layer);
   const float eps = static_cast<float>(cfg.rms_norm_eps);
 
   std::vector<float> q_lat = project(x, T, w.wq_a);  // [T, q_lora_rank]
@@ -83,7 +85,7 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   std::vector<int64_t> slots(static_cast<size_t>(T));
   for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks)
     for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row)
-      slots[row] = chunk.kv->window_slot(layer, positions[row]);
+      slots[row] = chunk.kv->write_window_slot(layer, positions[row]);
   ctx.kv_format.store(ctx.kv_format.main_layout(), kv.data(), slots, ctx.pools.main.data());
 
   std::vector<float> index_q, index_w;
@@ -175,7 +177,9 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   for (int64_t t = 0; t < T; ++t) rope.apply(o.data() + t * H * Dh, H, Dh, positions[t], true);
 
   // Grouped low-rank output: group g = heads [g*H/G, (g+1)*H/G); wo_a viewed [G, OL, H/G*Dh].
-  const int64_t G = cfg.o_groups, OL = cfg.o_lora_rank, in_g = H / G * Dh;
+  // On a tensor-parallel rank G is its share of the groups and `out` is a partial sum over them
+  // (wo_b holds the matching input columns); the caller all-reduces it.
+  const int64_t OL = cfg.o_lora_rank, G = w.wo_a.shape[0] / OL, in_g = H / G * Dh;
   std::vector<float> z(static_cast<size_t>(T * G * OL));
   for (int64_t g = 0; g < G; ++g)
     ops::linear_strided(o.data() + g * in_g, T, in_g, H * Dh, w.wo_a.ptr() + g * OL * in_g, OL,

@@ -26,7 +26,8 @@ struct AttentionContext {
   std::vector<uint8_t>& workspace;  // grown on demand, reused across layers and steps
 };
 
-// x: [T, D] normalised block input; positions [T]; out: [T, D].
+// x: [T, D] normalised block input; positions [T]; out: [T, D]. With sharded weights (a
+// tensor-parallel rank) out is this rank's partial sum, to be all-reduced.
 void attention_forward(const AttentionContext& ctx, int64_t layer, const Attention& w,
                        const ops::RopeTable& rope, const ForwardBatch& batch,
                        const std::vector<int64_t>& positions, const float* x, float* out,

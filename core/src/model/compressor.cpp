@@ -32,7 +32,11 @@ std::optional<std::vector<float>> CompressorState::push(int64_t position, const 
   const int64_t slot = position % ratio_;
   std::copy(kv, kv + width_, kv_.begin() + slot * width_);
   std::copy(gate, gate + width_, gate_.begin() + slot * width_);
-  if (slot != ratio_ - 1) return std::nullopt;
+  if (slot != ratio_ - 1) {
+    ++pending_;
+    return std::nullopt;
+  }
+  pending_ = 0;
 
   std::vector<float> entry(static_cast<size_t>(dim_));
   const int64_t offset = overlap_ ? dim_ : 0;  // current window's channels: second half if overlap
@@ -64,6 +68,32 @@ std::optional<std::vector<float>> CompressorState::push(int64_t position, const 
     has_previous_ = true;
   }
   return entry;
+}
+
+CompressorSnapshot CompressorState::snapshot() const {
+  TS_CHECK(pending_ == 0, "compressor snapshot inside a window ({} of {} tokens pushed)", pending_,
+           ratio_);
+  CompressorSnapshot s;
+  s.has_previous = has_previous_;
+  if (overlap_ && has_previous_) {
+    s.prev_kv = prev_kv_;
+    s.prev_gate = prev_gate_;
+  }
+  return s;
+}
+
+void CompressorState::restore(const CompressorSnapshot& snapshot) {
+  TS_CHECK(ratio_ > 0, "compressor restore on a layer without compression");
+  pending_ = 0;
+  has_previous_ = overlap_ && snapshot.has_previous;
+  if (has_previous_) {
+    TS_CHECK(snapshot.prev_kv.size() == prev_kv_.size() &&
+                 snapshot.prev_gate.size() == prev_gate_.size(),
+             "compressor snapshot of {} values restored into a state of {}",
+             snapshot.prev_kv.size(), prev_kv_.size());
+    prev_kv_ = snapshot.prev_kv;
+    prev_gate_ = snapshot.prev_gate;
+  }
 }
 
 }  // namespace tessera::dsv4

@@ -16,6 +16,13 @@
 
 namespace tessera::dsv4 {
 
+// What a compressor needs to resume at a window boundary (every window closed): only the previous
+// window of an overlapping (m = 4) compressor; nothing for m = 128 (docs/engine.md "Prefix cache").
+struct CompressorSnapshot {
+  bool has_previous = false;
+  std::vector<float> prev_kv, prev_gate;  // [ratio, width] each (overlap only)
+};
+
 class CompressorState {
  public:
   CompressorState() = default;
@@ -29,12 +36,20 @@ class CompressorState {
   int64_t width() const { return width_; }
   int64_t state_bytes() const;
 
+  // True when no window is partly filled (the last token pushed closed one, or none was pushed).
+  bool at_window_boundary() const { return pending_ == 0; }
+  // The resumable state at a window boundary (TS_CHECK otherwise).
+  CompressorSnapshot snapshot() const;
+  // Continues from a snapshot taken at a window boundary of a state with the same ratio and dim.
+  void restore(const CompressorSnapshot& snapshot);
+
  private:
   int64_t ratio_ = 0;
   int64_t dim_ = 0;    // d: entry width
   int64_t width_ = 0;  // c * d: projected row width
   bool overlap_ = false;
   bool has_previous_ = false;
+  int64_t pending_ = 0;                     // tokens pushed into the current, still open window
   std::vector<float> kv_, gate_;            // current window [ratio, width]
   std::vector<float> prev_kv_, prev_gate_;  // previous window (overlap only)
 };

@@ -12,12 +12,13 @@
 namespace tessera::dsv4 {
 
 Model::Model(const ModelConfig& config, const ModelWeights& weights, const KvFormat& kv_format,
-             const PluginInstance& attention, KvPools& pools)
+             const PluginInstance& attention, KvPools& pools, Communicator* comm)
     : config_(config),
       weights_(weights),
       kv_format_(kv_format),
       attention_(attention),
-      pools_(pools) {
+      pools_(pools),
+      comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr) {
   for (int64_t l = 0; l < config.num_layers; ++l)
     rope_.push_back(ops::RopeTable::for_layer(config, l));
 }
@@ -55,12 +56,14 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
     ops::rms_norm(x.data(), T, D, layer.attn_norm.ptr(), eps);
     attention_forward(ctx, l, layer.attn, rope_[l], batch, positions, x.data(), block_out.data(),
                       st);
+    if (comm_) comm_->all_reduce_sum(block_out.data(), block_out.size());  // sum over wo_b shards
     hc_post(config_, mix, block_out.data(), streams.data(), T);
 
     mix = hc_pre(config_, layer.hc_ffn, streams.data(), T, x.data());
     ops::rms_norm(x.data(), T, D, layer.ffn_norm.ptr(), eps);
     moe_forward(config_, layer.ffn, config_.is_hash_layer(l), x.data(), ids.data(), T,
                 block_out.data());
+    if (comm_) comm_->all_reduce_sum(block_out.data(), block_out.size());  // sum over expert shards
     hc_post(config_, mix, block_out.data(), streams.data(), T);
     if (st.capture_streams) st.layer_streams.push_back(streams);
   }
@@ -87,7 +90,20 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   hc_head(config_, weights_, picked.data(), R, y.data());
   ops::rms_norm(y.data(), R, D, weights_.norm.ptr(), eps);
   logits.values.resize(static_cast<size_t>(R * V));
-  ops::linear(y.data(), R, weights_.head, logits.values.data());
+  if (!comm_) {
+    ops::linear(y.data(), R, weights_.head, logits.values.data());
+    return logits;
+  }
+  // Vocabulary shards: rank r holds rows [r*V/N, (r+1)*V/N) of the head.
+  const int64_t N = comm_->size(), Vr = weights_.head.shape[0];
+  TS_CHECK_EQ(Vr * N, V, "vocabulary shard of the head");
+  std::vector<float> shard(static_cast<size_t>(R * Vr)), gathered(logits.values.size());
+  ops::linear(y.data(), R, weights_.head, shard.data());
+  comm_->all_gather(shard.data(), shard.size(), gathered.data());  // [N, R, Vr]
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t row = 0; row < R; ++row)
+      std::copy_n(gathered.begin() + (r * R + row) * Vr, Vr,
+                  logits.values.begin() + row * V + r * Vr);
   return logits;
 }
 

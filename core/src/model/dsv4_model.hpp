@@ -1,11 +1,18 @@
 // The DeepSeek-V4 forward pass on CPU (fp32 everywhere, the reference every faster path is
 // compared with). Embedding -> hc_mult streams -> blocks (mHC + attention, mHC + MoE) -> hc_head
 // -> final norm -> logits. Attention and the cache go through plugins (AttentionContext).
+//
+// Tensor parallelism (docs/engine.md): given a rank's shard of the weights
+// (executor/weight_sharding.hpp) and a Communicator, the model all-reduces the attention output
+// (after wo_b) and the MoE output, and all-gathers the vocabulary shards of the logits. Every rank
+// computes the replicated parts (kv, compressors, indexer, router, mHC) identically and holds the
+// whole cache of its sequences. Without a communicator it is the single-rank model.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "executor/communicator.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/sequence_kv.hpp"
 #include "model/dsv4_config.hpp"
@@ -25,8 +32,9 @@ struct Logits {
 
 class Model {
  public:
+  // `comm` (may be null: one rank) must outlive the model; weights are this rank's shard.
   Model(const ModelConfig& config, const ModelWeights& weights, const KvFormat& kv_format,
-        const PluginInstance& attention, KvPools& pools);
+        const PluginInstance& attention, KvPools& pools, Communicator* comm = nullptr);
 
   // Runs one step; appends every chunk's tokens to its SequenceKv. Logits for the last token of
   // each chunk, or all its tokens when chunk.all_logits.
@@ -40,6 +48,7 @@ class Model {
   const KvFormat& kv_format_;
   const PluginInstance& attention_;
   KvPools& pools_;
+  Communicator* comm_ = nullptr;
   std::vector<ops::RopeTable> rope_;  // per layer
   std::vector<uint8_t> workspace_;
 };
