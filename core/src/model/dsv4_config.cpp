@@ -2,7 +2,7 @@
 // modern keys (layer_types, mlp_layer_types, compress_rates, partial_rotary_factor, nested
 // rope_parameters {main, compress}) win over the legacy ones (compress_ratios, compress_rate_csa/
 // hca, num_hash_layers, qk_rope_head_dim, rope_scaling, compress_rope_parameters), which are
-// folded in the same way. Keys transformers accepts but ignores are logged, never silently
+// folded in the same way. ConfigKeys transformers accepts but ignores are logged, never silently
 // reinterpreted; values Tessera cannot run are refused with the key named.
 #include "model/dsv4_config.hpp"
 
@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "model/dsv4_config_keys.hpp"
 #include "util/check.hpp"
 
 namespace tessera::dsv4 {
@@ -29,116 +30,57 @@ using nlohmann::json;
 constexpr int64_t kMaxLayers = 1024;
 constexpr int64_t kMaxExperts = 4096;
 
-// Typed access to one JSON object; every error names the source and the dotted key path.
-class Keys {
- public:
-  Keys(const json& object, std::string source, std::string prefix = "")
-      : object_(object), source_(std::move(source)), prefix_(std::move(prefix)) {}
-
-  [[noreturn]] void fail(std::string_view key, const std::string& why) const {
-    throw Error(fmt::format("{}: key '{}{}': {}", source_, prefix_, key, why));
-  }
-  // A key set to null counts as absent (transformers writes null for "use the default").
-  const json* find(std::string_view key) const {
-    const auto it = object_.find(key);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-  bool has(std::string_view key) const { return find(key) != nullptr; }
-
-  int64_t integer(std::string_view key) const {
-    const json* v = find(key);
-    if (v == nullptr) fail(key, "is required");
-    return to_integer(key, *v);
-  }
-  int64_t integer(std::string_view key, int64_t fallback) const {
-    return has(key) ? integer(key) : fallback;
-  }
-  int64_t to_integer(std::string_view key, const json& v) const {
-    if (v.is_number_integer()) return v.get<int64_t>();
-    if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() &&
-        std::abs(v.get<double>()) < 9e15)
-      return static_cast<int64_t>(v.get<double>());
-    fail(key, fmt::format("must be an integer, got {}", v.dump()));
-  }
-  double number(std::string_view key, double fallback) const {
-    const json* v = find(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_number()) fail(key, fmt::format("must be a number, got {}", v->dump()));
-    return v->get<double>();
-  }
-  bool boolean(std::string_view key, bool fallback) const {
-    const json* v = find(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) fail(key, fmt::format("must be true or false, got {}", v->dump()));
-    return v->get<bool>();
-  }
-  std::string string(std::string_view key, const std::string& fallback) const {
-    const json* v = find(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_string()) fail(key, fmt::format("must be a string, got {}", v->dump()));
-    return v->get<std::string>();
-  }
-  const json& array(std::string_view key) const {
-    const json* v = find(key);
-    if (v == nullptr || !v->is_array()) fail(key, "must be a list");
-    return *v;
-  }
-  Keys object(std::string_view key) const {
-    const json* v = find(key);
-    if (v == nullptr || !v->is_object()) fail(key, "must be an object");
-    return Keys(*v, source_, fmt::format("{}{}.", prefix_, key));
-  }
-  bool is_object(std::string_view key) const {
-    const json* v = find(key);
-    return v != nullptr && v->is_object();
-  }
-  const std::string& source() const { return source_; }
-
- private:
-  const json& object_;
-  std::string source_;
-  std::string prefix_;
-};
-
-int64_t attention_rate(const Keys& keys, const std::string& type, int64_t csa_rate,
+int64_t attention_rate(const ConfigKeys& keys, const std::string& type, int64_t csa_rate,
                        int64_t hca_rate, std::string_view key) {
-  if (type == "sliding_attention") return 0;
-  if (type == "compressed_sparse_attention") return csa_rate;
-  if (type == "heavily_compressed_attention") return hca_rate;
+  if (type == "sliding_attention") {
+    return 0;
+  }
+  if (type == "compressed_sparse_attention") {
+    return csa_rate;
+  }
+  if (type == "heavily_compressed_attention") {
+    return hca_rate;
+  }
   keys.fail(key, fmt::format("unknown layer type '{}' (expected sliding_attention, "
                              "compressed_sparse_attention or heavily_compressed_attention)",
                              type));
 }
 
 // Per-layer compress ratios: layer_types > compress_ratios > transformers' default schedule.
-std::vector<int64_t> read_compress_ratios(const Keys& keys, int64_t n) {
+std::vector<int64_t> read_compress_ratios(const ConfigKeys& keys, int64_t n) {
   int64_t csa = 4, hca = 128;
   if (keys.has("compress_rates")) {
-    const Keys rates = keys.object("compress_rates");
+    const ConfigKeys rates = keys.object("compress_rates");
     csa = rates.integer("compressed_sparse_attention", csa);
     hca = rates.integer("heavily_compressed_attention", hca);
   }
   csa = keys.integer("compress_rate_csa", csa);
   hca = keys.integer("compress_rate_hca", hca);
   // The CSA path (overlapping windows, lightning indexer) is defined for m = 4 only.
-  if (csa != 4) keys.fail("compress_rates", fmt::format("CSA rate {} is not supported (4)", csa));
-  if (hca <= 1 || hca == 4)
+  if (csa != 4) {
+    keys.fail("compress_rates", fmt::format("CSA rate {} is not supported (4)", csa));
+  }
+  if (hca <= 1 || hca == 4) {
     keys.fail("compress_rates", fmt::format("HCA rate {} must be > 1 and differ from 4", hca));
+  }
 
   std::vector<std::string> types;
   std::string_view from;
   if (keys.has("layer_types")) {
     from = "layer_types";
     for (const auto& t : keys.array("layer_types")) {
-      if (!t.is_string()) keys.fail(from, fmt::format("entries must be strings, got {}", t.dump()));
+      if (!t.is_string()) {
+        keys.fail(from, fmt::format("entries must be strings, got {}", t.dump()));
+      }
       types.push_back(t.get<std::string>());
     }
   } else if (keys.has("compress_ratios")) {
     from = "compress_ratios";
     for (const auto& r : keys.array("compress_ratios")) {
       const int64_t ratio = keys.to_integer(from, r);
-      if (ratio != 0 && ratio != 4 && ratio != 128)
+      if (ratio != 0 && ratio != 4 && ratio != 128) {
         keys.fail(from, fmt::format("ratio {} is not one of 0, 4, 128", ratio));
+      }
       types.push_back(ratio == 0   ? "sliding_attention"
                       : ratio == 4 ? "compressed_sparse_attention"
                                    : "heavily_compressed_attention");
@@ -148,60 +90,72 @@ std::vector<int64_t> read_compress_ratios(const Keys& keys, int64_t n) {
         "{}: no layer_types / compress_ratios; using transformers' default schedule "
         "(2 x HCA, then alternating) which matches no released model",
         keys.source());
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < n; ++i) {
       types.push_back(i < 2 || (i - 2) % 2 == 0 ? "heavily_compressed_attention"
                                                 : "compressed_sparse_attention");
+    }
   }
   // Longer lists carry one trailing entry per MTP layer; transformers truncates them.
-  if (static_cast<int64_t>(types.size()) < n)
+  if (static_cast<int64_t>(types.size()) < n) {
     keys.fail(from, fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
+  }
   std::vector<int64_t> ratios;
-  for (int64_t i = 0; i < n; ++i) ratios.push_back(attention_rate(keys, types[i], csa, hca, from));
+  for (int64_t i = 0; i < n; ++i) {
+    ratios.push_back(attention_rate(keys, types[i], csa, hca, from));
+  }
   return ratios;
 }
 
-int64_t read_num_hash_layers(const Keys& keys, int64_t n) {
-  if (!keys.has("mlp_layer_types")) return std::min(n, keys.integer("num_hash_layers", 3));
+int64_t read_num_hash_layers(const ConfigKeys& keys, int64_t n) {
+  if (!keys.has("mlp_layer_types")) {
+    return std::min(n, keys.integer("num_hash_layers", 3));
+  }
   const json& types = keys.array("mlp_layer_types");
-  if (static_cast<int64_t>(types.size()) < n)
+  if (static_cast<int64_t>(types.size()) < n) {
     keys.fail("mlp_layer_types",
               fmt::format("has {} entries but num_hidden_layers is {}", types.size(), n));
+  }
   int64_t hash = 0;
   for (int64_t i = 0; i < n; ++i) {
     const json& t = types[static_cast<std::size_t>(i)];
     const bool is_hash = t == "hash_moe";
-    if (!is_hash && t != "moe")
+    if (!is_hash && t != "moe") {
       keys.fail("mlp_layer_types",
                 fmt::format("entry {} is {}, expected hash_moe or moe", i, t.dump()));
-    if (is_hash && hash != i)
+    }
+    if (is_hash && hash != i) {
       keys.fail(
           "mlp_layer_types",
           fmt::format("hash_moe at layer {} after a moe layer: hash layers must come first", i));
+    }
     hash += is_hash ? 1 : 0;
   }
-  if (keys.has("num_hash_layers") && keys.integer("num_hash_layers") != hash)
+  if (keys.has("num_hash_layers") && keys.integer("num_hash_layers") != hash) {
     spdlog::info("config: num_hash_layers={} ignored; mlp_layer_types gives {} hash layers",
                  keys.integer("num_hash_layers"), hash);
+  }
   return hash;
 }
 
-int64_t read_rope_dim(const Keys& keys, int64_t head_dim) {
+int64_t read_rope_dim(const ConfigKeys& keys, int64_t head_dim) {
   const bool has_factor = keys.has("partial_rotary_factor");
   const bool has_dim = keys.has("qk_rope_head_dim");
   int64_t rope_dim = head_dim / 8;  // transformers' default factor 64/512
   if (has_factor) {
     const double exact = keys.number("partial_rotary_factor", 0) * static_cast<double>(head_dim);
     rope_dim = static_cast<int64_t>(std::llround(exact));
-    if (std::abs(exact - static_cast<double>(rope_dim)) > 1e-6)
+    if (std::abs(exact - static_cast<double>(rope_dim)) > 1e-6) {
       keys.fail("partial_rotary_factor",
                 fmt::format("times head_dim {} is {}, not an integer", head_dim, exact));
+    }
   }
   if (has_dim) {
     const int64_t legacy = keys.integer("qk_rope_head_dim");
-    if (has_factor && legacy != rope_dim)
+    if (has_factor && legacy != rope_dim) {
       keys.fail("qk_rope_head_dim", fmt::format("{} disagrees with partial_rotary_factor x "
                                                 "head_dim = {}",
                                                 legacy, rope_dim));
+    }
     rope_dim = legacy;
   }
   return rope_dim;
@@ -211,8 +165,8 @@ int64_t read_rope_dim(const Keys& keys, int64_t head_dim) {
 // rope: rope_parameters.compress (nested, what transformers 5.x writes), rope_scaling (which
 // transformers merges over a flat rope_parameters), the older compress_rope_parameters (same
 // meaning; transformers 5.24 no longer reads it), then a flat rope_parameters.
-YarnScaling read_yarn(const Keys& keys, int64_t max_positions) {
-  std::optional<Keys> src;
+YarnScaling read_yarn(const ConfigKeys& keys, int64_t max_positions) {
+  std::optional<ConfigKeys> src;
   const bool nested =
       keys.is_object("rope_parameters") && keys.object("rope_parameters").is_object("compress");
   if (nested) {
@@ -227,76 +181,101 @@ YarnScaling read_yarn(const Keys& keys, int64_t max_positions) {
     src.emplace(keys.object("rope_parameters"));
   }
   YarnScaling yarn;
-  if (!src) return yarn;
+  if (!src) {
+    return yarn;
+  }
   const std::string type = src->string("rope_type", src->string("type", "default"));
-  if (type == "default") return yarn;
-  if (type != "yarn") src->fail("rope_type", fmt::format("'{}' is not supported (yarn)", type));
+  if (type == "default") {
+    return yarn;
+  }
+  if (type != "yarn") {
+    src->fail("rope_type", fmt::format("'{}' is not supported (yarn)", type));
+  }
   yarn.enabled = true;
   yarn.factor = src->number("factor", 0);
-  if (!(yarn.factor > 0)) src->fail("factor", "yarn needs a positive factor");
+  if (!(yarn.factor > 0)) {
+    src->fail("factor", "yarn needs a positive factor");
+  }
   yarn.original_max_position = src->number("original_max_position_embeddings",
                                            static_cast<double>(max_positions) / yarn.factor);
   yarn.beta_fast = src->number("beta_fast", 32);
   yarn.beta_slow = src->number("beta_slow", 1);
-  if (!(yarn.original_max_position > 0))
+  if (!(yarn.original_max_position > 0)) {
     src->fail("original_max_position_embeddings", "must be positive");
-  if (const double af = src->number("attention_factor", 1.0); af != 1.0)
+  }
+  if (const double af = src->number("attention_factor", 1.0); af != 1.0) {
     spdlog::warn("config: attention_factor {} ignored: DeepSeek-V4 applies no YaRN mscale", af);
+  }
   return yarn;
 }
 
-void read_rope(const Keys& keys, ModelConfig& c) {
+void read_rope(const ConfigKeys& keys, ModelConfig& c) {
   c.rope_theta = keys.number("rope_theta", 10000);
   c.compress_rope_theta = keys.number("compress_rope_theta", 160000);
   if (keys.is_object("rope_parameters")) {
-    const Keys rp = keys.object("rope_parameters");
+    const ConfigKeys rp = keys.object("rope_parameters");
     // transformers uses a nested {main, compress} dict as given, over the top-level thetas.
     if (rp.is_object("main")) {
-      const Keys main = rp.object("main");
+      const ConfigKeys main = rp.object("main");
       const std::string type = main.string("rope_type", main.string("type", "default"));
-      if (type != "default")
+      if (type != "default") {
         main.fail("rope_type", fmt::format("'{}' is not supported for sliding layers", type));
+      }
       c.rope_theta = main.number("rope_theta", c.rope_theta);
     }
-    if (rp.is_object("compress"))
+    if (rp.is_object("compress")) {
       c.compress_rope_theta = rp.object("compress").number("rope_theta", c.compress_rope_theta);
+    }
   }
   c.yarn = read_yarn(keys, c.max_position_embeddings);
 }
 
-void read_token_ids(const Keys& keys, ModelConfig& c) {
+void read_token_ids(const ConfigKeys& keys, ModelConfig& c) {
   c.bos_token_id = keys.integer("bos_token_id", 0);
   c.eos_token_ids.clear();
   if (const json* eos = keys.find("eos_token_id"); eos != nullptr && eos->is_array()) {
-    for (const auto& id : *eos) c.eos_token_ids.push_back(keys.to_integer("eos_token_id", id));
-    if (c.eos_token_ids.empty()) keys.fail("eos_token_id", "is an empty list");
+    for (const auto& id : *eos) {
+      c.eos_token_ids.push_back(keys.to_integer("eos_token_id", id));
+    }
+    if (c.eos_token_ids.empty()) {
+      keys.fail("eos_token_id", "is an empty list");
+    }
   } else {
     c.eos_token_ids.push_back(keys.integer("eos_token_id", 1));
   }
   c.eos_token_id = c.eos_token_ids.front();
 }
 
-void check_unsupported(const Keys& keys) {
-  if (const auto type = keys.string("model_type", "deepseek_v4"); type != "deepseek_v4")
+void check_unsupported(const ConfigKeys& keys) {
+  if (const auto type = keys.string("model_type", "deepseek_v4"); type != "deepseek_v4") {
     keys.fail("model_type", fmt::format("is '{}', expected 'deepseek_v4'", type));
-  if (const auto f = keys.string("scoring_func", "sqrtsoftplus"); f != "sqrtsoftplus")
+  }
+  if (const auto f = keys.string("scoring_func", "sqrtsoftplus"); f != "sqrtsoftplus") {
     keys.fail("scoring_func", fmt::format("'{}' is not supported (sqrtsoftplus)", f));
-  if (const auto act = keys.string("hidden_act", "silu"); act != "silu")
+  }
+  if (const auto act = keys.string("hidden_act", "silu"); act != "silu") {
     keys.fail("hidden_act", fmt::format("'{}' is not supported (silu)", act));
-  if (keys.boolean("tie_word_embeddings", false))
+  }
+  if (keys.boolean("tie_word_embeddings", false)) {
     keys.fail("tie_word_embeddings", "true is not supported (DeepSeek-V4 has a separate head)");
-  if (keys.integer("n_shared_experts", 1) != 1)
+  }
+  if (keys.integer("n_shared_experts", 1) != 1) {
     keys.fail("n_shared_experts", "DeepSeek-V4 has exactly one shared expert");
-  if (keys.integer("num_key_value_heads", 1) != 1)
+  }
+  if (keys.integer("num_key_value_heads", 1) != 1) {
     spdlog::warn("config: num_key_value_heads={} ignored: DeepSeek-V4 has one shared K=V head",
                  keys.integer("num_key_value_heads"));
-  if (keys.integer("first_k_dense_replace", 0) != 0)
+  }
+  if (keys.integer("first_k_dense_replace", 0) != 0) {
     spdlog::warn("config: first_k_dense_replace ignored: every DeepSeek-V4 layer is MoE");
+  }
 }
 
-void check_ranges(const Keys& keys, const ModelConfig& c) {
+void check_ranges(const ConfigKeys& keys, const ModelConfig& c) {
   auto positive = [&](std::string_view key, int64_t v) {
-    if (v <= 0) keys.fail(key, fmt::format("must be positive, got {}", v));
+    if (v <= 0) {
+      keys.fail(key, fmt::format("must be positive, got {}", v));
+    }
   };
   positive("vocab_size", c.vocab_size);
   positive("hidden_size", c.hidden_size);
@@ -316,34 +295,56 @@ void check_ranges(const Keys& keys, const ModelConfig& c) {
   positive("n_routed_experts", c.n_routed_experts);
   positive("num_experts_per_tok", c.experts_per_token);
   positive("moe_intermediate_size", c.moe_intermediate_size);
-  if (c.num_layers > kMaxLayers)
+  if (c.num_layers > kMaxLayers) {
     keys.fail("num_hidden_layers", fmt::format("{} exceeds {}", c.num_layers, kMaxLayers));
-  if (c.n_routed_experts > kMaxExperts)
+  }
+  if (c.n_routed_experts > kMaxExperts) {
     keys.fail("n_routed_experts", fmt::format("{} exceeds {}", c.n_routed_experts, kMaxExperts));
+  }
   if (c.rope_dim <= 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim ||
-      c.rope_dim > c.index_head_dim)
+      c.rope_dim > c.index_head_dim) {
     keys.fail("qk_rope_head_dim",
               fmt::format("rope dim {} must be even, positive and <= head_dim {} and "
                           "index_head_dim {}",
                           c.rope_dim, c.head_dim, c.index_head_dim));
-  if (c.num_heads % c.o_groups != 0)
+  }
+  if (c.num_heads % c.o_groups != 0) {
     keys.fail("o_groups",
               fmt::format("{} does not divide num_attention_heads {}", c.o_groups, c.num_heads));
-  if (c.experts_per_token > c.n_routed_experts)
+  }
+  if (c.experts_per_token > c.n_routed_experts) {
     keys.fail("num_experts_per_tok", fmt::format("{} exceeds n_routed_experts {}",
                                                  c.experts_per_token, c.n_routed_experts));
-  if (c.num_hash_layers < 0) keys.fail("num_hash_layers", "must not be negative");
-  if (!(c.rms_norm_eps > 0)) keys.fail("rms_norm_eps", "must be positive");
-  if (!(c.hc_eps >= 0)) keys.fail("hc_eps", "must not be negative");
-  if (!(c.swiglu_limit >= 0)) keys.fail("swiglu_limit", "must not be negative (0 = no clamp)");
-  if (!(c.routed_scaling_factor > 0)) keys.fail("routed_scaling_factor", "must be positive");
-  if (!(c.rope_theta > 0)) keys.fail("rope_theta", "must be positive");
-  if (!(c.compress_rope_theta > 0)) keys.fail("compress_rope_theta", "must be positive");
-  if (c.bos_token_id < 0 || c.bos_token_id >= c.vocab_size)
+  }
+  if (c.num_hash_layers < 0) {
+    keys.fail("num_hash_layers", "must not be negative");
+  }
+  if (!(c.rms_norm_eps > 0)) {
+    keys.fail("rms_norm_eps", "must be positive");
+  }
+  if (!(c.hc_eps >= 0)) {
+    keys.fail("hc_eps", "must not be negative");
+  }
+  if (!(c.swiglu_limit >= 0)) {
+    keys.fail("swiglu_limit", "must not be negative (0 = no clamp)");
+  }
+  if (!(c.routed_scaling_factor > 0)) {
+    keys.fail("routed_scaling_factor", "must be positive");
+  }
+  if (!(c.rope_theta > 0)) {
+    keys.fail("rope_theta", "must be positive");
+  }
+  if (!(c.compress_rope_theta > 0)) {
+    keys.fail("compress_rope_theta", "must be positive");
+  }
+  if (c.bos_token_id < 0 || c.bos_token_id >= c.vocab_size) {
     keys.fail("bos_token_id", fmt::format("{} is outside the vocabulary", c.bos_token_id));
-  for (int64_t id : c.eos_token_ids)
-    if (id < 0 || id >= c.vocab_size)
+  }
+  for (int64_t id : c.eos_token_ids) {
+    if (id < 0 || id >= c.vocab_size) {
       keys.fail("eos_token_id", fmt::format("{} is outside the vocabulary", id));
+    }
+  }
 }
 
 }  // namespace
@@ -355,8 +356,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   } catch (const json::exception& e) {
     throw Error(fmt::format("{}: not valid JSON: {}", source_name, e.what()));
   }
-  if (!root.is_object()) throw Error(fmt::format("{}: expected a JSON object", source_name));
-  const Keys keys(root, source_name);
+  if (!root.is_object()) {
+    throw Error(fmt::format("{}: expected a JSON object", source_name));
+  }
+  const ConfigKeys keys(root, source_name);
   check_unsupported(keys);
 
   ModelConfig c;

@@ -66,7 +66,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kTopRenam
 }};
 
 bool consume(std::string_view& s, std::string_view prefix) {
-  if (!s.starts_with(prefix)) return false;
+  if (!s.starts_with(prefix)) {
+    return false;
+  }
   s.remove_prefix(prefix.size());
   return true;
 }
@@ -74,11 +76,17 @@ bool consume(std::string_view& s, std::string_view prefix) {
 // "layers.12." / "mtp.0." -> length of that block prefix, or 0.
 std::size_t block_prefix_length(std::string_view name) {
   for (std::string_view head : {"layers.", "mtp."}) {
-    if (!name.starts_with(head)) continue;
+    if (!name.starts_with(head)) {
+      continue;
+    }
     std::size_t i = head.size();
     const std::size_t digits = i;
-    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) != 0) ++i;
-    if (i > digits && i < name.size() && name[i] == '.') return i + 1;
+    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) != 0) {
+      ++i;
+    }
+    if (i > digits && i < name.size() && name[i] == '.') {
+      return i + 1;
+    }
   }
   return 0;
 }
@@ -86,15 +94,19 @@ std::size_t block_prefix_length(std::string_view name) {
 std::string rename_inside_block(std::string_view rest) {
   for (const auto& [from, to] : kLayerRenames) {
     std::string_view tail = rest;
-    if (!consume(tail, from)) continue;
+    if (!consume(tail, from)) {
+      continue;
+    }
     std::string out = std::string(to) + std::string(tail);
     if (from == "mlp.experts.") {  // per-expert transformers names: experts.{e}.gate_proj.weight
       const std::size_t dot = tail.find('.');
       if (dot != std::string_view::npos && dot > 0) {
         std::string_view proj = tail.substr(dot + 1);
-        for (const auto& [hf, official] : kExpertProjRenames)
-          if (consume(proj, hf))
+        for (const auto& [hf, official] : kExpertProjRenames) {
+          if (consume(proj, hf)) {
             return fmt::format("{}{}{}{}", to, tail.substr(0, dot + 1), official, proj);
+          }
+        }
       }
     }
     return out;
@@ -108,16 +120,20 @@ std::string official_tensor_name(std::string_view stored) {
   std::string_view name = stored;
   consume(name, "model.");
   std::string out;
-  for (const auto& [from, to] : kTopRenames)
-    if (name == from) out = to;
+  for (const auto& [from, to] : kTopRenames) {
+    if (name == from) {
+      out = to;
+    }
+  }
   if (out.empty()) {
     const std::size_t block = block_prefix_length(name);
     out = block == 0 ? std::string(name)
                      : std::string(name.substr(0, block)) + rename_inside_block(name.substr(block));
   }
   constexpr std::string_view kScaleInv = ".weight_scale_inv";
-  if (std::string_view(out).ends_with(kScaleInv))
+  if (std::string_view(out).ends_with(kScaleInv)) {
     out.replace(out.size() - kScaleInv.size(), kScaleInv.size(), ".scale");
+  }
   return out;
 }
 

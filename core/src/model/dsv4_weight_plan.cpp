@@ -77,10 +77,14 @@ void plan_attention(Planner& p, const std::string& prefix, Attention& a, int64_t
            "[o_groups * o_lora_rank, num_attention_heads * head_dim / o_groups]");
   p.linear(prefix + "wo_b.weight", a.wo_b, c.hidden_size, c.o_groups * c.o_lora_rank,
            "[hidden_size, o_groups * o_lora_rank]");
-  if (ratio == 0) return;
+  if (ratio == 0) {
+    return;
+  }
   plan_compressor(p, prefix + "compressor.", a.compressor.emplace(), ratio, c.head_dim, "head_dim",
                   c);
-  if (ratio != 4) return;
+  if (ratio != 4) {
+    return;
+  }
   Indexer& idx = a.indexer.emplace();
   p.linear(prefix + "indexer.wq_b.weight", idx.wq_b, c.index_n_heads * c.index_head_dim,
            c.q_lora_rank, "[index_n_heads * index_head_dim, q_lora_rank]");
@@ -112,9 +116,10 @@ void plan_moe(Planner& p, const std::string& prefix, Moe& moe, int64_t layer,
     p.add(prefix + "gate.bias", moe.bias.emplace(), {c.n_routed_experts}, "[n_routed_experts]");
   }
   plan_expert(p, prefix + "shared_experts.", moe.shared, StorageKind::Linear, c);
-  for (int64_t e = 0; e < c.n_routed_experts; ++e)
+  for (int64_t e = 0; e < c.n_routed_experts; ++e) {
     plan_expert(p, fmt::format("{}experts.{}.", prefix, e), moe.experts[static_cast<size_t>(e)],
                 StorageKind::RoutedExpert, c);
+  }
 }
 
 }  // namespace

@@ -71,7 +71,9 @@ class Validator {
       problems_.push_back(fmt::format("tensor '{}' (stored as {}): {}", spec.name, w.where(), why));
     };
     const auto expect_shape = [&](const std::vector<int64_t>& shape, const std::string& note) {
-      if (w.shape == shape) return true;
+      if (w.shape == shape) {
+        return true;
+      }
       bad(fmt::format("shape {}, but the config implies {}{} = {}", shape_str(w.shape), note,
                       spec.dims, shape_str(shape)));
       return false;
@@ -79,38 +81,55 @@ class Validator {
     const auto dtype = weights::dtype_name(w.dtype);
     switch (spec.kind) {
       case StorageKind::TokenTable:
-        if (w.dtype != DType::I64 && w.dtype != DType::I32)
+        if (w.dtype != DType::I64 && w.dtype != DType::I32) {
           return bad(fmt::format("dtype {}, expected I64 or I32", dtype));
+        }
         job.decode = Decode::Table;
-        if (!expect_shape(spec.shape, "")) return;
+        if (!expect_shape(spec.shape, "")) {
+          return;
+        }
         break;
       case StorageKind::Dense:
-        if (!is_float(w.dtype))
+        if (!is_float(w.dtype)) {
           return bad(fmt::format("dtype {}, expected F32, BF16 or F16", dtype));
-        if (!expect_shape(spec.shape, "")) return;
+        }
+        if (!expect_shape(spec.shape, "")) {
+          return;
+        }
         break;
       case StorageKind::Linear:
       case StorageKind::RoutedExpert: {
         const int64_t out = spec.shape[0], in = spec.shape[1];
         if (is_float(w.dtype)) {
-          if (!expect_shape(spec.shape, "")) return;
+          if (!expect_shape(spec.shape, "")) {
+            return;
+          }
         } else if (w.dtype == DType::F8_E4M3) {
-          if (!expect_shape(spec.shape, "")) return;
+          if (!expect_shape(spec.shape, "")) {
+            return;
+          }
           job.decode = Decode::Fp8Blocks;
           job.scale = find_scale(spec, w, {ceil_div(out, kFp8Block), ceil_div(in, kFp8Block)},
                                  "one per 128x128 block", true);
-          if (job.scale == nullptr) return;
+          if (job.scale == nullptr) {
+            return;
+          }
         } else if (spec.kind == StorageKind::RoutedExpert &&
                    (w.dtype == DType::I8 || w.dtype == DType::F4)) {
-          if (in % 2 != 0) return bad(fmt::format("FP4 needs an even input width, got {}", in));
+          if (in % 2 != 0) {
+            return bad(fmt::format("FP4 needs an even input width, got {}", in));
+          }
           // I8 counts packed bytes (two e2m1 per byte); F4 counts the 4-bit elements.
           const std::vector<int64_t> stored = {out, w.dtype == DType::I8 ? in / 2 : in};
-          if (!expect_shape(stored, w.dtype == DType::I8 ? "FP4 packed two per byte: " : ""))
+          if (!expect_shape(stored, w.dtype == DType::I8 ? "FP4 packed two per byte: " : "")) {
             return;
+          }
           job.decode = Decode::Fp4Groups;
           job.scale =
               find_scale(spec, w, {out, ceil_div(in, kFp4Group)}, "one per 32 inputs", false);
-          if (job.scale == nullptr) return;
+          if (job.scale == nullptr) {
+            return;
+          }
         } else {
           return bad(fmt::format(
               "dtype {} is not allowed here (expected F32, BF16, F16, F8_E4M3 + scale{})", dtype,
@@ -126,7 +145,9 @@ class Validator {
   void check_extras(const std::vector<TensorSpec>& specs) {
     std::size_t listed = 0;
     for (const auto& [name, tensor] : catalog_) {
-      if (used_.contains(name)) continue;
+      if (used_.contains(name)) {
+        continue;
+      }
       if (is_ignored_tensor(name)) {
         ++ignored_;
         continue;
@@ -134,7 +155,9 @@ class Validator {
       std::string hint;
       if (listed++ < 10) {
         const std::string near = nearest_expected(name, specs);
-        if (!near.empty()) hint = fmt::format(" (did you mean '{}'?)", near);
+        if (!near.empty()) {
+          hint = fmt::format(" (did you mean '{}'?)", near);
+        }
       }
       problems_.push_back(
           fmt::format("unexpected tensor '{}' (stored as {}){}: not part of a "
@@ -189,9 +212,11 @@ class Validator {
                                    ? name.substr(0, second + 1)
                                    : "";
     std::vector<std::string> candidates;
-    for (const auto& spec : specs)
-      if (spec.name.starts_with(prefix) && (!prefix.empty() || !spec.name.starts_with("layers.")))
+    for (const auto& spec : specs) {
+      if (spec.name.starts_with(prefix) && (!prefix.empty() || !spec.name.starts_with("layers."))) {
         candidates.push_back(spec.name);
+      }
+    }
     return util::nearest(name, candidates);
   }
 
@@ -229,7 +254,9 @@ void run_job(const LoadJob& job) {
   Tensor& dst = *spec.dst;
   dst.shape = spec.shape;
   int64_t numel = 1;
-  for (int64_t d : spec.shape) numel *= d;
+  for (int64_t d : spec.shape) {
+    numel *= d;
+  }
   dst.data.resize(static_cast<std::size_t>(numel));
   if (job.decode == Decode::Convert) {
     weights::convert_to_f32(w.dtype, w.bytes, dst.data);
@@ -237,15 +264,18 @@ void run_job(const LoadJob& job) {
   }
   const StoredTensor& s = *job.scale;
   int64_t scale_numel = 1;
-  for (int64_t d : s.shape) scale_numel *= d;
+  for (int64_t d : s.shape) {
+    scale_numel *= d;
+  }
   std::vector<float> scale(static_cast<std::size_t>(scale_numel));
   weights::convert_to_f32(s.dtype, s.bytes, scale);
-  if (job.decode == Decode::Fp8Blocks)
+  if (job.decode == Decode::Fp8Blocks) {
     weights::dequantize_fp8_blocks(w.bytes, spec.shape[0], spec.shape[1], scale, kFp8Block,
                                    kFp8Block, dst.data);
-  else
+  } else {
     weights::dequantize_fp4_groups(w.bytes, spec.shape[0], spec.shape[1], scale, kFp4Group,
                                    dst.data);
+  }
 }
 
 uint64_t job_bytes(const LoadJob& job) {
@@ -273,7 +303,9 @@ void run_jobs(const std::vector<LoadJob>& jobs, weights::LoadProgress& progress,
         run_job(jobs[i]);
       } catch (const std::exception& e) {
         std::lock_guard lock(mutex);
-        if (!failed.exchange(true)) first_error = e.what();
+        if (!failed.exchange(true)) {
+          first_error = e.what();
+        }
       }
       done_bytes += job_bytes(jobs[i]);
     }
@@ -282,14 +314,19 @@ void run_jobs(const std::vector<LoadJob>& jobs, weights::LoadProgress& progress,
     finished_cv.notify_all();
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back(worker);
+  }
   {
     std::unique_lock lock(mutex);
     while (!finished_cv.wait_for(lock, std::chrono::milliseconds(100),
-                                 [&] { return finished == threads; }))
+                                 [&] { return finished == threads; })) {
       progress.update(done_bytes);
+    }
   }
-  for (auto& t : pool) t.join();
+  for (auto& t : pool) {
+    t.join();
+  }
   if (failed) {
     progress.abandon();
     throw Error(first_error);
@@ -299,17 +336,20 @@ void run_jobs(const std::vector<LoadJob>& jobs, weights::LoadProgress& progress,
 
 std::string dtype_summary(const std::vector<LoadJob>& jobs) {
   std::map<std::string_view, std::pair<std::size_t, uint64_t>> by_dtype;  // count, bytes
-  for (const auto& job : jobs)
-    for (const StoredTensor* t : {job.weight, job.scale})
+  for (const auto& job : jobs) {
+    for (const StoredTensor* t : {job.weight, job.scale}) {
       if (t != nullptr) {
         auto& [count, bytes] = by_dtype[weights::dtype_name(t->dtype)];
         ++count;
         bytes += t->bytes.size();
       }
+    }
+  }
   std::vector<std::string> parts;
-  for (const auto& [name, stat] : by_dtype)
+  for (const auto& [name, stat] : by_dtype) {
     parts.push_back(fmt::format("{} x{} ({:.1f} MiB)", name, stat.first,
                                 static_cast<double>(stat.second) / (1 << 20)));
+  }
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -323,28 +363,35 @@ ModelWeights load_model_weights(const std::filesystem::path& model_dir, const Mo
   ModelWeights model;
   const std::vector<TensorSpec> specs = plan_model_tensors(config, model);
   Validator validator(catalog);
-  for (const auto& spec : specs) validator.check(spec);
+  for (const auto& spec : specs) {
+    validator.check(spec);
+  }
   validator.check_extras(specs);
   if (const auto& problems = validator.problems(); !problems.empty()) {
     std::string list;
-    for (std::size_t i = 0; i < problems.size() && i < kMaxListedProblems; ++i)
+    for (std::size_t i = 0; i < problems.size() && i < kMaxListedProblems; ++i) {
       list += fmt::format("\n  - {}", problems[i]);
-    if (problems.size() > kMaxListedProblems)
+    }
+    if (problems.size() > kMaxListedProblems) {
       list += fmt::format("\n  ... and {} more", problems.size() - kMaxListedProblems);
+    }
     throw Error(fmt::format("checkpoint {} does not match its config ({} problem{}):{}",
                             model_dir.string(), problems.size(), problems.size() == 1 ? "" : "s",
                             list));
   }
-  if (validator.ignored() > 0)
+  if (validator.ignored() > 0) {
     spdlog::info("{}: ignoring {} MTP tensors (mtp.*): multi-token prediction is not used",
                  model_dir.string(), validator.ignored());
+  }
 
   const auto& jobs = validator.jobs();
   uint64_t stored_bytes = 0, fp32_bytes = 0;
   for (const auto& job : jobs) {
     stored_bytes += job_bytes(job);
     int64_t numel = 1;
-    for (int64_t d : job.spec->shape) numel *= d;
+    for (int64_t d : job.spec->shape) {
+      numel *= d;
+    }
     fp32_bytes += static_cast<uint64_t>(numel) * 4;  // fp32 or int32
   }
   weights::LoadProgress progress("loading weights", stored_bytes);

@@ -94,15 +94,18 @@ Checkpoint Checkpoint::open(const fs::path& path) {
                tensor, shard, found->file_name());
     }
     std::size_t unlisted = 0;
-    for (const auto& [name, tensor] : ckpt.tensors_)
+    for (const auto& [name, tensor] : ckpt.tensors_) {
       if (!weight_map.contains(name)) {
-        if (unlisted++ < 5)
+        if (unlisted++ < 5) {
           spdlog::warn("{}: tensor '{}' in {} is not listed in the index", index_path.string(),
                        name, tensor.file_name());
+        }
       }
-    if (unlisted > 5)
+    }
+    if (unlisted > 5) {
       spdlog::warn("{}: {} tensors in total are not listed in the index", index_path.string(),
                    unlisted);
+    }
     return ckpt;
   }
 
@@ -111,13 +114,17 @@ Checkpoint Checkpoint::open(const fs::path& path) {
     return ckpt;
   }
   std::vector<fs::path> found;
-  for (const auto& entry : fs::directory_iterator(path))
-    if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
+  for (const auto& entry : fs::directory_iterator(path)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".safetensors") {
       found.push_back(entry.path());
+    }
+  }
   TS_CHECK(!found.empty(), "no {} or {} (or any *.safetensors) in {}", kIndexName, kSingleName,
            path.string());
   std::sort(found.begin(), found.end());
-  for (const auto& file : found) ckpt.add_file(file);
+  for (const auto& file : found) {
+    ckpt.add_file(file);
+  }
   return ckpt;
 }
 

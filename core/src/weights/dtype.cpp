@@ -28,8 +28,11 @@ constexpr std::array<DTypeInfo, 22> kDTypes{{
 }};
 
 constexpr bool table_matches_enum() {
-  for (std::size_t i = 0; i < kDTypes.size(); ++i)
-    if (static_cast<std::size_t>(kDTypes[i].dtype) != i) return false;
+  for (std::size_t i = 0; i < kDTypes.size(); ++i) {
+    if (static_cast<std::size_t>(kDTypes[i].dtype) != i) {
+      return false;
+    }
+  }
   return true;
 }
 static_assert(table_matches_enum(), "kDTypes must list the DType enumerators in order");
@@ -37,8 +40,11 @@ static_assert(table_matches_enum(), "kDTypes must list the DType enumerators in 
 }  // namespace
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  for (const auto& info : kDTypes)
-    if (info.name == name) return info.dtype;
+  for (const auto& info : kDTypes) {
+    if (info.name == name) {
+      return info.dtype;
+    }
+  }
   return std::nullopt;
 }
 

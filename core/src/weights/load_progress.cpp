@@ -18,15 +18,21 @@ LoadProgress::LoadProgress(std::string label, uint64_t total_bytes)
 LoadProgress::~LoadProgress() { finish(); }
 
 void LoadProgress::update(uint64_t done_bytes) {
-  if (!enabled_ || finished_) return;
+  if (!enabled_ || finished_) {
+    return;
+  }
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < std::chrono::milliseconds(100)) return;
+  if (now - last_draw_ < std::chrono::milliseconds(100)) {
+    return;
+  }
   last_draw_ = now;
   draw(done_bytes);
 }
 
 void LoadProgress::finish() {
-  if (!enabled_ || finished_) return;
+  if (!enabled_ || finished_) {
+    return;
+  }
   finished_ = true;
   draw(total_);
   std::fputc('\n', stderr);
@@ -34,7 +40,9 @@ void LoadProgress::finish() {
 }
 
 void LoadProgress::abandon() {
-  if (!enabled_ || finished_) return;
+  if (!enabled_ || finished_) {
+    return;
+  }
   finished_ = true;
   std::fputc('\n', stderr);
   std::fflush(stderr);

@@ -17,7 +17,9 @@ constexpr float decode_e4m3(uint8_t bits) {
   const uint32_t sign = static_cast<uint32_t>(bits & 0x80) << 24;
   const uint32_t exponent = (bits >> 3) & 0xF;
   const uint32_t mantissa = bits & 0x7;
-  if (exponent == 0xF && mantissa == 0x7) return kNaN;
+  if (exponent == 0xF && mantissa == 0x7) {
+    return kNaN;
+  }
   if (exponent == 0) {  // subnormal: m/8 * 2^-6 = m * 2^-9
     const float magnitude = static_cast<float>(mantissa) / 512.0f;
     return sign != 0 ? -magnitude : magnitude;
@@ -27,8 +29,12 @@ constexpr float decode_e4m3(uint8_t bits) {
 }
 
 constexpr float decode_ue8m0(uint8_t bits) {
-  if (bits == 0xFF) return kNaN;
-  if (bits == 0) return std::bit_cast<float>(uint32_t{0x00400000});  // 2^-127, an fp32 subnormal
+  if (bits == 0xFF) {
+    return kNaN;
+  }
+  if (bits == 0) {
+    return std::bit_cast<float>(uint32_t{0x00400000});  // 2^-127, an fp32 subnormal
+  }
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 23);
 }
 
@@ -41,7 +47,9 @@ constexpr float decode_e2m1(uint8_t nibble) {
 template <typename Decode>
 constexpr std::array<float, 256> byte_table(Decode decode) {
   std::array<float, 256> table{};
-  for (int i = 0; i < 256; ++i) table[i] = decode(static_cast<uint8_t>(i));
+  for (int i = 0; i < 256; ++i) {
+    table[i] = decode(static_cast<uint8_t>(i));
+  }
   return table;
 }
 
@@ -51,9 +59,10 @@ constexpr auto kUE8M0 = byte_table(decode_ue8m0);
 // Both FP4 values of one byte: [0] = low nibble (even column), [1] = high nibble.
 constexpr std::array<std::array<float, 2>, 256> kFp4Pairs = [] {
   std::array<std::array<float, 2>, 256> table{};
-  for (int i = 0; i < 256; ++i)
+  for (int i = 0; i < 256; ++i) {
     table[i] = {decode_e2m1(static_cast<uint8_t>(i & 0xF)),
                 decode_e2m1(static_cast<uint8_t>(i >> 4))};
+  }
   return table;
 }();
 
@@ -76,7 +85,9 @@ float f16_to_f32(uint16_t bits) noexcept {
     const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
     return sign != 0 ? -magnitude : magnitude;
   }
-  if (exponent == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0x1F) {
+    return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  }
   return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
 }
 
@@ -109,16 +120,24 @@ void convert_to_f32(DType dtype, std::span<const std::byte> src, std::span<float
       std::memcpy(d, s, n * sizeof(float));
       break;
     case DType::BF16:
-      for (std::size_t i = 0; i < n; ++i) d[i] = bf16_to_f32(load_unaligned<uint16_t>(s + 2 * i));
+      for (std::size_t i = 0; i < n; ++i) {
+        d[i] = bf16_to_f32(load_unaligned<uint16_t>(s + 2 * i));
+      }
       break;
     case DType::F16:
-      for (std::size_t i = 0; i < n; ++i) d[i] = f16_to_f32(load_unaligned<uint16_t>(s + 2 * i));
+      for (std::size_t i = 0; i < n; ++i) {
+        d[i] = f16_to_f32(load_unaligned<uint16_t>(s + 2 * i));
+      }
       break;
     case DType::F8_E4M3:
-      for (std::size_t i = 0; i < n; ++i) d[i] = kE4M3[static_cast<uint8_t>(s[i])];
+      for (std::size_t i = 0; i < n; ++i) {
+        d[i] = kE4M3[static_cast<uint8_t>(s[i])];
+      }
       break;
     case DType::F8_E8M0:
-      for (std::size_t i = 0; i < n; ++i) d[i] = kUE8M0[static_cast<uint8_t>(s[i])];
+      for (std::size_t i = 0; i < n; ++i) {
+        d[i] = kUE8M0[static_cast<uint8_t>(s[i])];
+      }
       break;
     default:
       break;
@@ -143,7 +162,9 @@ void dequantize_fp8_blocks(std::span<const std::byte> weight, int64_t rows, int6
     for (int64_t c0 = 0; c0 < cols; c0 += block_cols) {
       const float s = row_scale[c0 / block_cols];
       const int64_t c1 = std::min(cols, c0 + block_cols);
-      for (int64_t c = c0; c < c1; ++c) o_row[c] = kE4M3[w_row[c]] * s;
+      for (int64_t c = c0; c < c1; ++c) {
+        o_row[c] = kE4M3[w_row[c]] * s;
+      }
     }
   }
 }
