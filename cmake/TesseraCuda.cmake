@@ -1,5 +1,8 @@
 # CUDA set-up (TOOLCHAIN.md §2): both SASS targets, shared cudart, no driver stub ever linked.
-set(CMAKE_CUDA_ARCHITECTURES 90a 120)
+# -DCMAKE_CUDA_ARCHITECTURES=90a builds one target only (faster local builds).
+if(NOT CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES 90a 120)
+endif()
 if(NOT CMAKE_CUDA_HOST_COMPILER)
   set(CMAKE_CUDA_HOST_COMPILER ${CMAKE_CXX_COMPILER})
 endif()
