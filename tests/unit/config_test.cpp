@@ -142,6 +142,34 @@ TEST(ConfigErrors, WhatJoinsEveryDiagnostic) {
   }
 }
 
+// toml++ 3.3 has undefined behaviour on some non-ASCII code points where it expects syntax
+// (upstream #190/#295); the loader refuses those texts first. `0'` is one bad number to toml++.
+TEST(ConfigErrors, NonAsciiWhereTomlExpectsSyntaxIsRefusedFirst) {
+  const auto errors = errors_of("model.path = \"m\"\nm=0'\xef\xba\xbf\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].to_string().rfind("test.toml:2:5: non-ASCII character outside a string", 0),
+            0u)
+      << errors[0].to_string();
+  const auto escape = errors_of("model.path = \"m\"\ns = \"\"\"\\\xc3\xa9\"\"\"\n");
+  ASSERT_EQ(escape.size(), 1u);
+  EXPECT_EQ(escape[0].message, "non-ASCII character after a backslash is not an escape sequence");
+}
+
+TEST(ConfigErrors, NonAsciiInStringsAndCommentsIsFine) {
+  const Config c = load_config_string(
+      "\xef\xbb\xbf# caf\xc3\xa9\n"
+      "model.path = \"mod\xc3\xa8les\" # \xc2\xa7\n"
+      "[kv_cache.options]\n"
+      "multi = \"\"\"\n\xce\xb1\\\n  b\"\"\"\n"
+      "literal = '''\xce\xb2'''\n"
+      "\"k\xc3\xa9y\" = [ \"\xc3\xa9\", # \xc3\xa9\n '\xc3\xa9' ]\n");
+  EXPECT_EQ(c.model.path, "mod\xc3\xa8les");
+  EXPECT_EQ(
+      json::parse(c.kv_cache.options_json),
+      json::parse("{\"multi\": \"\xce\xb1"
+                  "b\", \"literal\": \"\xce\xb2\", \"k\xc3\xa9y\": [\"\xc3\xa9\", \"\xc3\xa9\"]}"));
+}
+
 TEST(ConfigErrors, UnreadableFileIsAnError) {
   EXPECT_THROW(load_config_file(kSourceDir / "configs/no-such-file.toml"), Error);
 }

@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "config/config_diagnostics.hpp"
 #include "config/config_schema.hpp"
+#include "config/toml_preflight.hpp"
 #include "config/toml_to_json.hpp"
 #include "util/edit_distance.hpp"
 
@@ -308,6 +309,8 @@ class ConfigLoader {
 }  // namespace
 
 Config load_config_string(std::string_view text, std::string_view virtual_name) {
+  if (auto problem = config_detail::find_text_unsafe_for_tomlpp(text, virtual_name))
+    throw ConfigError({std::move(*problem)});
   toml::table root;
   try {
     // Both arguments as string_view: two literals are ambiguous in toml++ 3.3 (TOOLCHAIN #5).
