@@ -1,0 +1,119 @@
+#include "serve/serve_metrics.hpp"
+
+namespace tessera::serve {
+
+namespace {
+
+// vLLM's buckets (vllm/v1/metrics/loggers.py), so dashboards' quantiles line up.
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kE2eBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                         5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+constexpr const char* kFinishNames[] = {"stop", "length", "abort", "error"};
+
+}  // namespace
+
+ServeMetrics::ServeMetrics(int64_t max_context)
+    : ttft_(kTtftBuckets),
+      itl_(kItlBuckets),
+      e2e_(kE2eBuckets),
+      prompt_tokens_hist_(buckets_1_2_5(static_cast<double>(std::max<int64_t>(max_context, 1)))),
+      generation_tokens_hist_(
+          buckets_1_2_5(static_cast<double>(std::max<int64_t>(max_context, 1)))),
+      max_tokens_hist_(buckets_1_2_5(static_cast<double>(std::max<int64_t>(max_context, 1)))),
+      n_hist_({1, 2, 5, 10, 20}) {}
+
+void ServeMetrics::request_finished(Finish finish, int64_t prompt_tokens, int64_t generation_tokens,
+                                    double e2e_seconds, int64_t max_tokens, int64_t n) {
+  finished_[static_cast<std::size_t>(finish)].fetch_add(1, std::memory_order_relaxed);
+  prompt_tokens_.fetch_add(prompt_tokens, std::memory_order_relaxed);
+  prompt_tokens_hist_.observe(static_cast<double>(prompt_tokens));
+  generation_tokens_hist_.observe(static_cast<double>(generation_tokens));
+  e2e_.observe(e2e_seconds);
+  max_tokens_hist_.observe(static_cast<double>(max_tokens));
+  n_hist_.observe(static_cast<double>(n));
+}
+
+std::string ServeMetrics::exposition(const std::string& model_name,
+                                     const EngineSnapshot& engine) const {
+  const Labels model = {{"model_name", model_name}};
+  PrometheusWriter w;
+  const auto gauge = [&](const char* name, const char* help, double v) {
+    w.header(name, "gauge", help);
+    w.sample(name, model, v);
+  };
+  const auto counter = [&](const char* name, const char* help, double v) {
+    w.header(name, "counter", help);
+    w.sample(name, model, v);
+  };
+  gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+        static_cast<double>(engine.running));
+  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+        static_cast<double>(engine.waiting));
+  gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+        engine.kv_cache_usage);
+  counter("vllm:prefix_cache_queries_total",
+          "Prefix cache queries, in terms of number of queried tokens.",
+          static_cast<double>(engine.prefix_cache_queries));
+  counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+          static_cast<double>(engine.prefix_cache_hits));
+  counter("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.",
+          static_cast<double>(engine.preemptions));
+  counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.",
+          static_cast<double>(prompt_tokens_.load(std::memory_order_relaxed)));
+  counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
+          static_cast<double>(generation_tokens_.load(std::memory_order_relaxed)));
+
+  w.header("vllm:request_success_total", "counter", "Count of successfully processed requests.");
+  for (std::size_t i = 0; i < finished_.size(); ++i) {
+    Labels l = model;
+    l.emplace_back("finished_reason", kFinishNames[i]);
+    w.sample("vllm:request_success_total", l,
+             static_cast<double>(finished_[i].load(std::memory_order_relaxed)));
+  }
+  const auto histogram = [&](const char* name, const char* help, const Histogram& h) {
+    w.header(name, "histogram", help);
+    w.histogram(name, model, h.snapshot());
+  };
+  histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+            ttft_);
+  histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+            itl_);
+  histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+            e2e_);
+  histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.",
+            prompt_tokens_hist_);
+  histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",
+            generation_tokens_hist_);
+  histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
+            max_tokens_hist_);
+  histogram("vllm:request_params_n", "Histogram of the n request parameter.", n_hist_);
+
+  counter("tessera:requests_started_total", "Choices submitted to the engine.",
+          static_cast<double>(started_.load(std::memory_order_relaxed)));
+  counter("tessera:requests_refused_total",
+          "Requests refused before submission (invalid, too long, queue full, not ready).",
+          static_cast<double>(refused_.load(std::memory_order_relaxed)));
+  gauge("tessera:kv_bytes_per_entry", "Bytes of one cached latent entry in the configured format.",
+        static_cast<double>(engine.kv_bytes_per_entry));
+  gauge("tessera:kv_pages_total", "Cache pages on each rank.",
+        static_cast<double>(engine.kv_pages_total));
+  counter("tessera:engine_steps_total", "Engine steps run.", static_cast<double>(engine.steps));
+  counter("tessera:degenerate_outputs_total",
+          "Outputs the repetition guard found degenerate (an n-gram repeated back to back).",
+          static_cast<double>(engine.degenerate_outputs));
+  w.header("tessera:plugin_seconds_total", "counter", "Time spent inside each plugin.");
+  for (const auto& [plugin, seconds] : engine.plugin_seconds) {
+    Labels l = model;
+    l.emplace_back("plugin", plugin);
+    w.sample("tessera:plugin_seconds_total", l, seconds);
+  }
+  return w.take();
+}
+
+}  // namespace tessera::serve

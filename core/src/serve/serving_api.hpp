@@ -1,0 +1,98 @@
+// The ts_engine_api table handed to every frontend plugin (docs/http.md, "The engine table as
+// frontends see it"). It is the host side of serving: request JSON in (text, token ids or chat
+// messages), events JSON out (text, or reasoning / content / tool calls), n choices fanned out to
+// n engine requests, the context-length check in vLLM's words, the tokenizer and the chat
+// template, model info with the [limits], Prometheus text, health.
+//
+// The table exists before the model is loaded: health() says "loading" and submit refuses with
+// TS_ERR_UNAVAILABLE until attach(). set_draining() makes health() "draining" and refuses new
+// submissions; requests already running continue.
+//
+// Thread-safety: every table function may be called from any thread at any time after
+// construction. attach/set_draining from the serve thread. Destroy only after every frontend has
+// stopped and the engine has stopped calling back.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "engine/request.hpp"
+#include "serve/request_stream.hpp"
+#include "serve/serve_metrics.hpp"
+#include "serve/serve_request.hpp"
+#include "tessera/plugin_abi.h"
+#include "tokenizer/tokenizer.hpp"
+
+namespace tessera::serve {
+
+// What serving needs from a running engine.
+struct EngineHooks {
+  // Queues a request; throws engine::RequestError when refused. Every queued request ends with
+  // exactly one event whose `finish` is set, also after abort.
+  std::function<uint64_t(engine::Request, engine::EventCallback)> submit;
+  std::function<void(uint64_t)> abort;
+  std::function<EngineSnapshot()> snapshot;
+};
+
+struct ServingInfo {
+  std::string model_name;  // what clients send as "model"
+  ServeLimits limits;
+  int64_t max_body_bytes = 8 << 20;
+  int64_t max_queue = 1024;
+};
+
+class ServingApi {
+ public:
+  ServingApi(ServingInfo info, std::shared_ptr<const tokenizer::Tokenizer> tokenizer);
+  ~ServingApi();
+  ServingApi(const ServingApi&) = delete;
+  ServingApi& operator=(const ServingApi&) = delete;
+
+  [[nodiscard]] const ts_engine_api* table() const { return &table_; }
+
+  void attach(EngineHooks hooks);  // the engine is up: health "ready"
+  void set_draining();             // health "draining"; submit refuses
+  // True once no request is in flight (every one delivered "done"), false at the timeout.
+  [[nodiscard]] bool wait_idle(std::chrono::milliseconds timeout) const;
+  [[nodiscard]] std::size_t in_flight() const;
+
+  [[nodiscard]] const ServingInfo& info() const { return info_; }
+  [[nodiscard]] ServeMetrics& metrics() { return metrics_; }
+
+ private:
+  // The C entry points; ctx is this.
+  static ts_status submit(void* ctx, const char* request_json, ts_event_callback on_event,
+                          void* user, uint64_t* request_id);
+  static ts_status abort(void* ctx, uint64_t request_id);
+  static const char* model_info_json(void* ctx);
+  static const char* metrics_text(void* ctx);
+  static int32_t health(void* ctx);
+  static ts_status tokenize(void* ctx, const char* text, int32_t* ids, int64_t capacity,
+                            int64_t* n_ids);
+  static ts_status detokenize(void* ctx, const int32_t* ids, int64_t n, char* text,
+                              int64_t capacity, int64_t* n_bytes);
+  static ts_status apply_chat_template(void* ctx, const char* request_json, char* text,
+                                       int64_t capacity, int64_t* n_bytes);
+
+  ts_status submit_impl(const char* request_json, ts_event_callback on_event, void* user,
+                        uint64_t* request_id);
+  void forget(uint64_t id);
+
+  ServingInfo info_;
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
+  ServeMetrics metrics_;
+  ts_engine_api table_{};
+  std::atomic<int32_t> health_{0};
+  std::shared_ptr<const EngineHooks> hooks_;  // set once by attach
+  mutable std::mutex mutex_;                  // guards live_ and hooks_
+  std::unordered_map<uint64_t, std::shared_ptr<RequestStream>> live_;
+  std::atomic<uint64_t> next_id_{1};
+};
+
+}  // namespace tessera::serve
