@@ -1,0 +1,12 @@
+# The fuzz targets: one line each.
+#
+#   tessera_fuzzer(<name> SOURCES <core sources, globs relative to core/src>...
+#                  [PKG <pkg-config modules>...] [SEEDS <extra seed dirs, relative to the repo>...]
+#                  [SECONDS <CTest run time, default 30>] [RSS_MB <default 2048>])
+#
+# The harness is tests/fuzz/fuzz_<name>.cpp (defines LLVMFuzzerTestOneInput), committed seeds are
+# in tests/fuzz/corpus/<name>/, and tests/fuzz/<name>.dict, when present, is the libFuzzer
+# dictionary. fmt, nlohmann-json, Boost headers and toml++ (compiled in, so it is instrumented
+# too) are always available.
+tessera_fuzzer(config SOURCES config/*.cpp util/edit_distance.cpp
+               SEEDS configs tests/data/config/invalid SECONDS 30)
