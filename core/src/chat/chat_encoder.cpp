@@ -12,12 +12,24 @@ namespace {
 
 // README §1: task name -> token.
 std::optional<std::string_view> task_token(std::string_view task) {
-  if (task == "action") return "<｜action｜>";
-  if (task == "query") return "<｜query｜>";
-  if (task == "authority") return "<｜authority｜>";
-  if (task == "domain") return "<｜domain｜>";
-  if (task == "title") return "<｜title｜>";
-  if (task == "read_url") return "<｜read_url｜>";
+  if (task == "action") {
+    return "<｜action｜>";
+  }
+  if (task == "query") {
+    return "<｜query｜>";
+  }
+  if (task == "authority") {
+    return "<｜authority｜>";
+  }
+  if (task == "domain") {
+    return "<｜domain｜>";
+  }
+  if (task == "title") {
+    return "<｜title｜>";
+  }
+  if (task == "read_url") {
+    return "<｜read_url｜>";
+  }
   return std::nullopt;
 }
 
@@ -26,28 +38,41 @@ std::optional<std::string_view> effort_paragraph(const std::optional<std::string
                                                  ReasoningEffortProfile profile) {
   if (profile == ReasoningEffortProfile::kPreview) {
     const std::string effort = requested.value_or("high");
-    if (effort == "high") return "";
-    if (effort == "max") return kReasoningEffortAbsoluteMaximum;
+    if (effort == "high") {
+      return "";
+    }
+    if (effort == "max") {
+      return kReasoningEffortAbsoluteMaximum;
+    }
     return std::nullopt;
   }
   const std::string effort = requested.value_or("low");
-  if (effort == "low") return "";
-  if (effort == "high") return kReasoningEffortAbsoluteMaximum;
-  if (effort == "max") return kReasoningEffortBeyondMaximum;
+  if (effort == "low") {
+    return "";
+  }
+  if (effort == "high") {
+    return kReasoningEffortAbsoluteMaximum;
+  }
+  if (effort == "max") {
+    return kReasoningEffortBeyondMaximum;
+  }
   return std::nullopt;
 }
 
 const std::string& string_field(const Json& message, const char* key, const char* role) {
   const Json& v = message[key];
-  if (!v.is_string())
+  if (!v.is_string()) {
     throw ChatEncodingError(
         fmt::format("{} message: \"{}\" must be a string, got {}", role, key, v.type_name()));
+  }
   return v.get_ref<const std::string&>();
 }
 
 // `content or ""` for system / assistant text.
 std::string text_or_empty(const Json& message, const char* key, const char* role) {
-  if (!message.contains(key) || !truthy(message[key])) return "";
+  if (!message.contains(key) || !truthy(message[key])) {
+    return "";
+  }
   return string_field(message, key, role);
 }
 
@@ -56,12 +81,17 @@ std::string tool_and_format_sections(const Json& message) {
   std::string out;
   if (message.contains("tools") && truthy(message["tools"])) {
     const Json& tools = message["tools"];
-    if (!tools.is_array()) throw ChatEncodingError("\"tools\" must be an array");
+    if (!tools.is_array()) {
+      throw ChatEncodingError("\"tools\" must be an array");
+    }
     std::string schemas;
     for (const Json& tool : tools) {
-      if (!tool.is_object() || !tool.contains("function"))
+      if (!tool.is_object() || !tool.contains("function")) {
         throw ChatEncodingError("each tool needs a \"function\" object");
-      if (!schemas.empty()) schemas += "\n";
+      }
+      if (!schemas.empty()) {
+        schemas += "\n";
+      }
       schemas += to_python_json(tool["function"]);
     }
     out += "\n\n";
@@ -79,20 +109,31 @@ std::string tool_and_format_sections(const Json& message) {
 
 // README §3.4: a tool_result block's content.
 std::string tool_result_text(const Json& content) {
-  if (content.is_null()) return "None";  // the reference formats Python's None
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array())
+  if (content.is_null()) {
+    return "None";  // the reference formats Python's None
+  }
+  if (content.is_string()) {
+    return content.get<std::string>();
+  }
+  if (!content.is_array()) {
     throw ChatEncodingError(fmt::format("tool message content must be a string or a list, got {}",
                                         content.type_name()));
+  }
   std::string out;
   for (std::size_t i = 0; i < content.size(); ++i) {
     const Json& part = content[i];
-    if (!part.is_object()) throw ChatEncodingError("tool content parts must be objects");
-    if (i) out += "\n\n";
+    if (!part.is_object()) {
+      throw ChatEncodingError("tool content parts must be objects");
+    }
+    if (i) {
+      out += "\n\n";
+    }
     const Json type = part.contains("type") ? part["type"] : Json();
     if (type == "text") {
       const Json text = part.contains("text") ? part["text"] : Json("");
-      if (!text.is_string()) throw ChatEncodingError("a text part needs a string \"text\"");
+      if (!text.is_string()) {
+        throw ChatEncodingError("a text part needs a string \"text\"");
+      }
       out += text.get<std::string>();
     } else {
       out += fmt::format("[Unsupported {}]", type.is_string() ? type.get<std::string>() : "None");
@@ -113,12 +154,15 @@ std::string render_user(const Json& message) {
   std::string out(kUser);
   const Json& blocks = message["content_blocks"];
   for (std::size_t i = 0; i < blocks.size(); ++i) {
-    if (i) out += "\n\n";
+    if (i) {
+      out += "\n\n";
+    }
     const Json& block = blocks[i];
     if (block["type"] == "text") {
-      if (!block["text"].is_string())
+      if (!block["text"].is_string()) {
         throw ChatEncodingError(fmt::format("user message content must be a string, got {}",
                                             block["text"].type_name()));
+      }
       out += block["text"].get<std::string>();
     } else {
       out += "<tool_result>" + tool_result_text(block["content"]) + "</tool_result>";
@@ -138,11 +182,14 @@ std::string render_assistant(const RenderContext& ctx, std::size_t index) {
   }
   out += text_or_empty(message, "content", "assistant");
   if (message.contains("tool_calls") && truthy(message["tool_calls"])) {
-    if (!message["tool_calls"].is_array())
+    if (!message["tool_calls"].is_array()) {
       throw ChatEncodingError("assistant tool_calls must be an array");
+    }
     out += render_dsml_tool_calls(message["tool_calls"]);
   }
-  if (!(message.contains("wo_eos") && truthy(message["wo_eos"]))) out += kEos;
+  if (!(message.contains("wo_eos") && truthy(message["wo_eos"]))) {
+    out += kEos;
+  }
   return out;
 }
 
@@ -151,17 +198,22 @@ std::string render_suffix(const RenderContext& ctx, std::size_t index, const std
   if (index + 1 < ctx.messages.size()) {
     const Json& next = ctx.messages[index + 1];
     const Json next_role = next.contains("role") ? next["role"] : Json();
-    if (next_role != "assistant" && next_role != "latest_reminder") return "";
+    if (next_role != "assistant" && next_role != "latest_reminder") {
+      return "";
+    }
   }
   const Json& message = ctx.messages[index];
   if (has_non_null(message, "task")) {
     const Json& task = message["task"];
     const auto token = task.is_string() ? task_token(task.get<std::string>()) : std::nullopt;
-    if (!token)
+    if (!token) {
       throw ChatEncodingError(fmt::format(
           "invalid task {}; valid tasks are action, authority, domain, query, read_url, title",
           task.dump()));
-    if (task != "action") return std::string(*token);
+    }
+    if (task != "action") {
+      return std::string(*token);
+    }
     return fmt::format("{}{}{}", kAssistant, ctx.thinking() ? kThinkStart : kThinkEnd, *token);
   }
   if (role == "user" || role == "developer") {
@@ -174,12 +226,15 @@ std::string render_suffix(const RenderContext& ctx, std::size_t index, const std
 
 std::string render_message(const RenderContext& ctx, std::size_t index) {
   const auto paragraph = effort_paragraph(ctx.options.reasoning_effort, ctx.options.effort_profile);
-  if (!paragraph)
+  if (!paragraph) {
     throw ChatEncodingError(fmt::format(
         "invalid reasoning effort '{}' for profile '{}'", *ctx.options.reasoning_effort,
         ctx.options.effort_profile == ReasoningEffortProfile::kPreview ? "preview" : "official"));
+  }
   std::string out;
-  if (index == 0 && ctx.thinking()) out += *paragraph;
+  if (index == 0 && ctx.thinking()) {
+    out += *paragraph;
+  }
 
   const Json& message = ctx.messages[index];
   const Json role_json = message.contains("role") ? message["role"] : Json();
@@ -188,8 +243,9 @@ std::string render_message(const RenderContext& ctx, std::size_t index) {
     out += text_or_empty(message, "content", "system");
     out += tool_and_format_sections(message);
   } else if (role == "developer") {
-    if (!message.contains("content") || !truthy(message["content"]))
+    if (!message.contains("content") || !truthy(message["content"])) {
       throw ChatEncodingError("developer message: content must not be empty");
+    }
     out += kUser;
     out += string_field(message, "content", "developer");
     out += tool_and_format_sections(message);
@@ -211,14 +267,22 @@ std::string render_message(const RenderContext& ctx, std::size_t index) {
 }  // namespace
 
 ThinkingMode thinking_mode_from_string(std::string_view mode) {
-  if (mode == "chat") return ThinkingMode::kChat;
-  if (mode == "thinking") return ThinkingMode::kThinking;
+  if (mode == "chat") {
+    return ThinkingMode::kChat;
+  }
+  if (mode == "thinking") {
+    return ThinkingMode::kThinking;
+  }
   throw ChatEncodingError(fmt::format("invalid thinking_mode '{}' (chat or thinking)", mode));
 }
 
 ReasoningEffortProfile effort_profile_from_string(std::string_view name) {
-  if (name == "preview") return ReasoningEffortProfile::kPreview;
-  if (name == "official") return ReasoningEffortProfile::kOfficial;
+  if (name == "preview") {
+    return ReasoningEffortProfile::kPreview;
+  }
+  if (name == "official") {
+    return ReasoningEffortProfile::kOfficial;
+  }
   throw ChatEncodingError(
       fmt::format("invalid reasoning effort profile '{}' (preview or official)", name));
 }
@@ -229,7 +293,9 @@ bool is_valid_reasoning_effort(std::string_view effort, ReasoningEffortProfile p
 
 std::string encode_messages(const Json& messages, const EncodeOptions& options) {
   const Json raw_context = options.context.is_null() ? Json::array() : options.context;
-  if (!raw_context.is_array()) throw ChatEncodingError("context must be an array of messages");
+  if (!raw_context.is_array()) {
+    throw ChatEncodingError("context must be an array of messages");
+  }
 
   // README §2 step 1: merge, then sort with the context's call order in view.
   Json merged = merge_tool_messages(messages);
@@ -248,8 +314,11 @@ std::string encode_messages(const Json& messages, const EncodeOptions& options) 
   std::string prompt = options.add_bos && context.empty() ? std::string(kBos) : std::string();
 
   bool effective_drop = options.drop_thinking;
-  for (const Json& m : full)
-    if (m.contains("tools") && truthy(m["tools"])) effective_drop = false;
+  for (const Json& m : full) {
+    if (m.contains("tools") && truthy(m["tools"])) {
+      effective_drop = false;
+    }
+  }
 
   std::size_t to_render = merged.size(), context_length = context.size();
   if (options.thinking_mode == ThinkingMode::kThinking && effective_drop) {
@@ -258,7 +327,9 @@ std::string encode_messages(const Json& messages, const EncodeOptions& options) 
     context_length = full.size() - to_render;
   }
   const RenderContext ctx{full, options, effective_drop, last_user_index(full)};
-  for (std::size_t i = 0; i < to_render; ++i) prompt += render_message(ctx, context_length + i);
+  for (std::size_t i = 0; i < to_render; ++i) {
+    prompt += render_message(ctx, context_length + i);
+  }
   return prompt;
 }
 

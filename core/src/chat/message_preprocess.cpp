@@ -7,7 +7,9 @@ namespace tessera::chat {
 namespace {
 
 std::string role_of(const Json& message) {
-  if (!message.is_object()) throw ChatEncodingError("every message must be a JSON object");
+  if (!message.is_object()) {
+    throw ChatEncodingError("every message must be a JSON object");
+  }
   auto it = message.find("role");
   return it != message.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
@@ -16,7 +18,7 @@ bool is_user_with_blocks(const Json& message) {
   return role_of(message) == "user" && message.contains("content_blocks");
 }
 
-Json value_or(const Json& message, const char* key, Json fallback) {
+Json value_or(const Json& message, const char* key, const Json& fallback) {
   auto it = message.find(key);
   return it == message.end() ? fallback : *it;
 }
@@ -46,7 +48,9 @@ bool truthy(const Json& v) {
 }
 
 std::string string_member(const Json& obj, const char* key) {
-  if (!obj.is_object()) return "";
+  if (!obj.is_object()) {
+    return "";
+  }
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
@@ -59,13 +63,17 @@ bool has_non_null(const Json& message, const char* key) {
 long last_user_index(const Json& messages) {
   for (long i = static_cast<long>(messages.size()) - 1; i >= 0; --i) {
     const std::string role = role_of(messages[static_cast<std::size_t>(i)]);
-    if (role == "user" || role == "developer") return i;
+    if (role == "user" || role == "developer") {
+      return i;
+    }
   }
   return -1;
 }
 
 Json merge_tool_messages(const Json& messages) {
-  if (!messages.is_array()) throw ChatEncodingError("messages must be a JSON array");
+  if (!messages.is_array()) {
+    throw ChatEncodingError("messages must be a JSON array");
+  }
   Json merged = Json::array();
   for (const Json& message : messages) {
     const std::string role = role_of(message);
@@ -87,8 +95,11 @@ Json merge_tool_messages(const Json& messages) {
         Json user = {{"role", "user"},
                      {"content", value_or(message, "content", "")},
                      {"content_blocks", Json::array({std::move(block)})}};
-        for (const char* key : {"task", "wo_eos", "mask"})
-          if (message.contains(key)) user[key] = message[key];
+        for (const char* key : {"task", "wo_eos", "mask"}) {
+          if (message.contains(key)) {
+            user[key] = message[key];
+          }
+        }
         merged.push_back(std::move(user));
       }
     } else {
@@ -105,33 +116,50 @@ void sort_tool_results_by_call_order(Json& messages) {
     if (role == "assistant" && message.contains("tool_calls") && truthy(message["tool_calls"])) {
       order.clear();
       const Json& calls = message["tool_calls"];
-      if (!calls.is_array()) throw ChatEncodingError("assistant tool_calls must be an array");
+      if (!calls.is_array()) {
+        throw ChatEncodingError("assistant tool_calls must be an array");
+      }
       for (std::size_t i = 0; i < calls.size(); ++i) {
         const Json& call = calls[i];
-        if (!call.is_object()) throw ChatEncodingError("each tool call must be an object");
+        if (!call.is_object()) {
+          throw ChatEncodingError("each tool call must be an object");
+        }
         // call.id, else call.function.id (Python: `tc.get("id") or tc["function"].get("id")`).
         Json id = value_or(call, "id", nullptr);
-        if (!truthy(id) && call.contains("function") && call["function"].is_object())
+        if (!truthy(id) && call.contains("function") && call["function"].is_object()) {
           id = value_or(call["function"], "id", "");
-        if (truthy(id) && id.is_string()) order[id.get<std::string>()] = static_cast<long>(i);
+        }
+        if (truthy(id) && id.is_string()) {
+          order[id.get<std::string>()] = static_cast<long>(i);
+        }
       }
     } else if (role == "user" && message.contains("content_blocks")) {
       Json& blocks = message["content_blocks"];
       std::vector<Json> tool_blocks;
-      for (const Json& b : blocks)
-        if (string_member(b, "type") == "tool_result") tool_blocks.push_back(b);
-      if (tool_blocks.size() < 2 || order.empty()) continue;
+      for (const Json& b : blocks) {
+        if (string_member(b, "type") == "tool_result") {
+          tool_blocks.push_back(b);
+        }
+      }
+      if (tool_blocks.size() < 2 || order.empty()) {
+        continue;
+      }
       auto position = [&](const Json& block) -> long {
         const Json& id = block["tool_use_id"];
-        if (!id.is_string()) return 0;
+        if (!id.is_string()) {
+          return 0;
+        }
         auto it = order.find(id.get<std::string>());
         return it == order.end() ? 0 : it->second;
       };
       std::stable_sort(tool_blocks.begin(), tool_blocks.end(),
                        [&](const Json& a, const Json& b) { return position(a) < position(b); });
       std::size_t next = 0;
-      for (Json& b : blocks)
-        if (string_member(b, "type") == "tool_result") b = tool_blocks[next++];
+      for (Json& b : blocks) {
+        if (string_member(b, "type") == "tool_result") {
+          b = tool_blocks[next++];
+        }
+      }
     }
   }
 }

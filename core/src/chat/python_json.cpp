@@ -51,7 +51,9 @@ void append_string(std::string& out, const std::string& s) {
 constexpr int kMaxDepth = 1000;
 
 void append_value(std::string& out, const Json& v, int depth) {
-  if (depth > kMaxDepth) throw ChatEncodingError("JSON value nested too deeply to render");
+  if (depth > kMaxDepth) {
+    throw ChatEncodingError("JSON value nested too deeply to render");
+  }
   switch (v.type()) {
     case Json::value_t::null:
       out += "null";
@@ -75,7 +77,9 @@ void append_value(std::string& out, const Json& v, int depth) {
       out.push_back('[');
       bool first = true;
       for (const Json& item : v) {
-        if (!first) out += ", ";
+        if (!first) {
+          out += ", ";
+        }
         first = false;
         append_value(out, item, depth + 1);
       }
@@ -86,7 +90,9 @@ void append_value(std::string& out, const Json& v, int depth) {
       out.push_back('{');
       bool first = true;
       for (const auto& [key, item] : v.items()) {
-        if (!first) out += ", ";
+        if (!first) {
+          out += ", ";
+        }
         first = false;
         append_string(out, key);
         out += ": ";
@@ -106,8 +112,12 @@ void append_value(std::string& out, const Json& v, int depth) {
 // Python's float_repr_style 'short' (Objects/floatobject.c, format code 'r'): the shortest digits
 // that round-trip, positional when the decimal point position decpt satisfies -4 < decpt <= 16.
 std::string python_float_repr(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  if (std::isnan(value)) {
+    return "NaN";
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? "Infinity" : "-Infinity";
+  }
   char buffer[64];
   const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value,
                                     std::chars_format::scientific);  // "-1.2345e-07"
@@ -119,8 +129,11 @@ std::string python_float_repr(double value) {
   }
   const std::size_t e = text.find('e');
   std::string digits;
-  for (char c : text.substr(0, e))
-    if (c != '.') digits.push_back(c);
+  for (char c : text.substr(0, e)) {
+    if (c != '.') {
+      digits.push_back(c);
+    }
+  }
   const int exponent = std::atoi(std::string(text.substr(e + 1)).c_str());
   const int decpt = exponent + 1;  // digits d1d2... stand for 0.d1d2... * 10^decpt
   const int n = static_cast<int>(digits.size());
@@ -135,11 +148,15 @@ std::string python_float_repr(double value) {
     return out;
   }
   out.push_back(digits.front());
-  if (n > 1) out += "." + digits.substr(1);
+  if (n > 1) {
+    out += "." + digits.substr(1);
+  }
   const int shown = decpt - 1;
   out += shown < 0 ? "e-" : "e+";
   const std::string magnitude = std::to_string(std::abs(shown));
-  if (magnitude.size() < 2) out.push_back('0');
+  if (magnitude.size() < 2) {
+    out.push_back('0');
+  }
   out += magnitude;
   return out;
 }

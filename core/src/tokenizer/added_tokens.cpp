@@ -18,13 +18,17 @@ bool is_white_space(char32_t c) {
 // Start of the character that ends at `end` (end > 0, text valid UTF-8).
 std::size_t previous_char_start(std::string_view text, std::size_t end) {
   std::size_t i = end - 1;
-  while (i > 0 && (static_cast<uint8_t>(text[i]) & 0xC0) == 0x80) --i;
+  while (i > 0 && (static_cast<uint8_t>(text[i]) & 0xC0) == 0x80) {
+    --i;
+  }
   return i;
 }
 
 char32_t char_at(std::string_view text, std::size_t pos, std::size_t* length = nullptr) {
   const Utf8Sequence seq = next_utf8_sequence(text.substr(pos));
-  if (length) *length = seq.length;
+  if (length) {
+    *length = seq.length;
+  }
   return decode_utf8_scalar(text.substr(pos, seq.length));
 }
 
@@ -38,7 +42,9 @@ bool alphanumeric_at(std::string_view text, std::size_t pos) {
 std::size_t white_space_run_start(std::string_view text, std::size_t end) {
   while (end > 0) {
     const std::size_t start = previous_char_start(text, end);
-    if (!is_white_space(char_at(text, start))) return end;
+    if (!is_white_space(char_at(text, start))) {
+      return end;
+    }
     end = start;
   }
   return 0;
@@ -48,7 +54,9 @@ std::size_t white_space_run_start(std::string_view text, std::size_t end) {
 std::size_t white_space_run_end(std::string_view text, std::size_t pos) {
   while (pos < text.size()) {
     std::size_t length = 0;
-    if (!is_white_space(char_at(text, pos, &length))) break;
+    if (!is_white_space(char_at(text, pos, &length))) {
+      break;
+    }
     pos += length;
   }
   return pos;
@@ -83,7 +91,9 @@ std::pair<int32_t, std::size_t> AddedTokenSplitter::Trie::longest_at(std::string
     const auto byte = static_cast<uint8_t>(text[i]);
     const auto& children = nodes[node].children;
     auto it = std::lower_bound(children.begin(), children.end(), std::make_pair(byte, int32_t{-1}));
-    if (it == children.end() || it->first != byte) break;
+    if (it == children.end() || it->first != byte) {
+      break;
+    }
     node = it->second;
     if (nodes[node].token >= 0) {
       best = nodes[node].token;
@@ -95,7 +105,9 @@ std::pair<int32_t, std::size_t> AddedTokenSplitter::Trie::longest_at(std::string
 
 AddedTokenSplitter::AddedTokenSplitter(const std::vector<AddedToken>& tokens) : tokens_(tokens) {
   for (std::size_t i = 0; i < tokens_.size(); ++i) {
-    if (tokens_[i].content.empty()) continue;  // HF never matches an empty token
+    if (tokens_[i].content.empty()) {
+      continue;  // HF never matches an empty token
+    }
     (tokens_[i].normalized ? normalized_trie_ : raw_trie_)
         .insert(tokens_[i].content, static_cast<int32_t>(i));
   }
@@ -120,19 +132,27 @@ void AddedTokenSplitter::split_with(const Trie& trie, std::string_view text, std
         const bool space_before =
             start == 0 || !alphanumeric_at(text, previous_char_start(text, start));
         const bool space_after = stop == text.size() || !alphanumeric_at(text, stop);
-        if (!space_before || !space_after) continue;
+        if (!space_before || !space_after) {
+          continue;
+        }
       }
-      if (token.lstrip) start = std::max(white_space_run_start(text, start), start_offset);
+      if (token.lstrip) {
+        start = std::max(white_space_run_start(text, start), start_offset);
+      }
       if (token.rstrip) {
         stop = white_space_run_end(text, stop);
         pos = stop;  // HF would resume inside the swallowed spaces; no real token starts there
       }
-      if (start_offset < start) out.push_back({base + start_offset, base + start, -1});
+      if (start_offset < start) {
+        out.push_back({base + start_offset, base + start, -1});
+      }
       out.push_back({base + start, base + stop, token.id});
       start_offset = stop;
     }
   }
-  if (start_offset < text.size()) out.push_back({base + start_offset, base + text.size(), -1});
+  if (start_offset < text.size()) {
+    out.push_back({base + start_offset, base + text.size(), -1});
+  }
 }
 
 void AddedTokenSplitter::split(std::string_view text, std::vector<TextSegment>& out) const {

@@ -26,13 +26,17 @@ struct BpeModel::WordCache {
   bool find(const std::string& key, std::vector<int32_t>& out) const {
     std::shared_lock lock(mutex);
     auto it = words.find(key);
-    if (it == words.end()) return false;
+    if (it == words.end()) {
+      return false;
+    }
     out.insert(out.end(), it->second.begin(), it->second.end());
     return true;
   }
   void insert(std::string key, std::vector<int32_t> ids) {
     std::unique_lock lock(mutex);
-    if (words.size() < kCacheCapacity) words.emplace(std::move(key), std::move(ids));
+    if (words.size() < kCacheCapacity) {
+      words.emplace(std::move(key), std::move(ids));
+    }
   }
 };
 
@@ -73,7 +77,9 @@ BpeModel& BpeModel::operator=(BpeModel&&) noexcept = default;
 
 std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
   auto it = vocab_.find(std::string(token));
-  if (it == vocab_.end()) return std::nullopt;
+  if (it == vocab_.end()) {
+    return std::nullopt;
+  }
   return it->second;
 }
 
@@ -84,7 +90,9 @@ void BpeModel::add_missing_unit(std::string_view unit, std::vector<int32_t>& sym
     std::vector<int32_t> bytes;
     for (char c : unit) {
       const auto id = token_to_id(fmt::format("<0x{:02X}>", static_cast<uint8_t>(c)));
-      if (!id) break;
+      if (!id) {
+        break;
+      }
       bytes.push_back(*id);
     }
     if (bytes.size() == unit.size()) {
@@ -92,46 +100,58 @@ void BpeModel::add_missing_unit(std::string_view unit, std::vector<int32_t>& sym
       return;
     }
   }
-  if (!unk_id_) return;  // no unk token: HF drops the character
-  if (pending_unk && !options_.fuse_unk) symbols.push_back(*pending_unk);
+  if (!unk_id_) {
+    return;  // no unk token: HF drops the character
+  }
+  if (pending_unk && !options_.fuse_unk) {
+    symbols.push_back(*pending_unk);
+  }
   pending_unk = *unk_id_;
 }
 
 void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& symbols) const {
   std::optional<int32_t> pending_unk;
   auto add_known = [&](int32_t id) {
-    if (pending_unk) symbols.push_back(*pending_unk);
+    if (pending_unk) {
+      symbols.push_back(*pending_unk);
+    }
     pending_unk.reset();
     symbols.push_back(id);
   };
   if (options_.byte_level) {
     for (char c : word) {
       const auto byte = static_cast<uint8_t>(c);
-      if (byte_symbol_ids_[byte] >= 0)
+      if (byte_symbol_ids_[byte] >= 0) {
         add_known(byte_symbol_ids_[byte]);
-      else
+      } else {
         add_missing_unit(byte_to_unicode_utf8(byte), symbols, pending_unk);
+      }
     }
   } else {
     std::size_t i = 0;
     while (i < word.size()) {
       const std::size_t length = next_utf8_sequence(word.substr(i)).length;
       const std::string_view unit = word.substr(i, length);
-      if (const auto id = token_to_id(unit))
+      if (const auto id = token_to_id(unit)) {
         add_known(*id);
-      else
+      } else {
         add_missing_unit(unit, symbols, pending_unk);
+      }
       i += length;
     }
   }
-  if (pending_unk) symbols.push_back(*pending_unk);
+  if (pending_unk) {
+    symbols.push_back(*pending_unk);
+  }
 }
 
 // HF Word::merge_all without dropout: pop the lowest (rank, position) candidate; skip it when the
 // pair at that position has changed since it was queued; merge; queue the two new neighbours.
 void BpeModel::merge_all(std::vector<int32_t>& symbols) const {
   const auto n = static_cast<int32_t>(symbols.size());
-  if (n < 2) return;
+  if (n < 2) {
+    return;
+  }
   std::vector<int32_t> prev(n), next(n);
   for (int32_t i = 0; i < n; ++i) {
     prev[i] = i - 1;
@@ -147,39 +167,58 @@ void BpeModel::merge_all(std::vector<int32_t>& symbols) const {
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   auto consider = [&](int32_t pos) {
-    if (pos < 0 || next[pos] < 0) return;
+    if (pos < 0 || next[pos] < 0) {
+      return;
+    }
     auto it = merges_.find(pair_key(symbols[pos], symbols[next[pos]]));
-    if (it != merges_.end()) queue.push({it->second.rank, pos, it->second.id});
+    if (it != merges_.end()) {
+      queue.push({it->second.rank, pos, it->second.id});
+    }
   };
-  for (int32_t i = 0; i + 1 < n; ++i) consider(i);
+  for (int32_t i = 0; i + 1 < n; ++i) {
+    consider(i);
+  }
 
   std::vector<bool> removed(n, false);
   while (!queue.empty()) {
     const Candidate top = queue.top();
     queue.pop();
-    if (removed[top.pos] || next[top.pos] < 0) continue;
+    if (removed[top.pos] || next[top.pos] < 0) {
+      continue;
+    }
     const int32_t right = next[top.pos];
     auto it = merges_.find(pair_key(symbols[top.pos], symbols[right]));
-    if (it == merges_.end() || it->second.id != top.new_id) continue;  // stale entry
+    if (it == merges_.end() || it->second.id != top.new_id) {
+      continue;  // stale entry
+    }
     symbols[top.pos] = top.new_id;
     removed[right] = true;
     next[top.pos] = next[right];
-    if (next[right] >= 0) prev[next[right]] = top.pos;
+    if (next[right] >= 0) {
+      prev[next[right]] = top.pos;
+    }
     consider(prev[top.pos]);
     consider(top.pos);
   }
   std::size_t kept = 0;
-  for (int32_t i = 0; i < n; ++i)
-    if (!removed[i]) symbols[kept++] = symbols[i];
+  for (int32_t i = 0; i < n; ++i) {
+    if (!removed[i]) {
+      symbols[kept++] = symbols[i];
+    }
+  }
   symbols.resize(kept);
 }
 
 void BpeModel::encode_word(const PreTokenizedWord& word, std::vector<int32_t>& out) const {
   std::string key;
   key.reserve(word.text.size() + 1);
-  if (word.prefix_space) key.push_back(' ');
+  if (word.prefix_space) {
+    key.push_back(' ');
+  }
   key.append(word.text);
-  if (key.empty()) return;
+  if (key.empty()) {
+    return;
+  }
 
   if (options_.ignore_merges) {
     const auto id = token_to_id(options_.byte_level ? bytes_to_byte_level(key) : key);
@@ -189,14 +228,18 @@ void BpeModel::encode_word(const PreTokenizedWord& word, std::vector<int32_t>& o
     }
   }
   const bool cacheable = key.size() < kCacheMaxWordBytes;
-  if (cacheable && cache_->find(key, out)) return;
+  if (cacheable && cache_->find(key, out)) {
+    return;
+  }
 
   std::vector<int32_t> symbols;
   symbols.reserve(key.size());
   initial_symbols(key, symbols);
   merge_all(symbols);
   out.insert(out.end(), symbols.begin(), symbols.end());
-  if (cacheable) cache_->insert(std::move(key), std::move(symbols));
+  if (cacheable) {
+    cache_->insert(std::move(key), std::move(symbols));
+  }
 }
 
 }  // namespace tessera::tokenizer

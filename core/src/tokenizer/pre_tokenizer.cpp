@@ -24,9 +24,10 @@ void PreTokenizer::set_byte_level(bool add_prefix_space, bool use_regex) {
   byte_level_ = true;
   add_prefix_space_ = add_prefix_space;
   byte_level_regex_.clear();
-  if (use_regex)
+  if (use_regex) {
     byte_level_regex_.push_back(
         SplitStep{UnicodeRegex(kGpt2Pattern), SplitBehavior::kIsolated, false});
+  }
 }
 
 // NormalizedString::split of HF `tokenizers`: classify the piece into alternating delimiter /
@@ -40,29 +41,39 @@ void PreTokenizer::apply(const SplitStep& step, std::string_view piece,
   ranges.reserve(matches.size() * 2 + 1);
   std::size_t previous = 0;
   for (const auto& [begin, end] : matches) {
-    if (previous != begin) ranges.push_back({previous, begin, step.invert});
+    if (previous != begin) {
+      ranges.push_back({previous, begin, step.invert});
+    }
     ranges.push_back({begin, end, !step.invert});
     previous = end;
   }
-  if (previous != piece.size()) ranges.push_back({previous, piece.size(), step.invert});
+  if (previous != piece.size()) {
+    ranges.push_back({previous, piece.size(), step.invert});
+  }
 
   std::vector<std::pair<std::size_t, std::size_t>> kept;  // ranges that become pieces
   kept.reserve(ranges.size());
   switch (step.behavior) {
     case SplitBehavior::kIsolated:
-      for (const Piece& r : ranges) kept.emplace_back(r.begin, r.end);
+      for (const Piece& r : ranges) {
+        kept.emplace_back(r.begin, r.end);
+      }
       break;
     case SplitBehavior::kRemoved:
-      for (const Piece& r : ranges)
-        if (!r.is_delimiter) kept.emplace_back(r.begin, r.end);
+      for (const Piece& r : ranges) {
+        if (!r.is_delimiter) {
+          kept.emplace_back(r.begin, r.end);
+        }
+      }
       break;
     case SplitBehavior::kContiguous: {
       bool previous_delimiter = false;
       for (const Piece& r : ranges) {
-        if (r.is_delimiter == previous_delimiter && !kept.empty())
+        if (r.is_delimiter == previous_delimiter && !kept.empty()) {
           kept.back().second = r.end;
-        else
+        } else {
           kept.emplace_back(r.begin, r.end);
+        }
         previous_delimiter = r.is_delimiter;
       }
       break;
@@ -70,10 +81,11 @@ void PreTokenizer::apply(const SplitStep& step, std::string_view piece,
     case SplitBehavior::kMergedWithPrevious: {
       bool previous_delimiter = false;
       for (const Piece& r : ranges) {
-        if (r.is_delimiter && !previous_delimiter && !kept.empty())
+        if (r.is_delimiter && !previous_delimiter && !kept.empty()) {
           kept.back().second = r.end;
-        else
+        } else {
           kept.emplace_back(r.begin, r.end);
+        }
         previous_delimiter = r.is_delimiter;
       }
       break;
@@ -83,31 +95,41 @@ void PreTokenizer::apply(const SplitStep& step, std::string_view piece,
       bool next_delimiter = false;
       std::vector<std::pair<std::size_t, std::size_t>> reversed;
       for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
-        if (it->is_delimiter && !next_delimiter && !reversed.empty())
+        if (it->is_delimiter && !next_delimiter && !reversed.empty()) {
           reversed.back().first = it->begin;
-        else
+        } else {
           reversed.emplace_back(it->begin, it->end);
+        }
         next_delimiter = it->is_delimiter;
       }
       kept.assign(reversed.rbegin(), reversed.rend());
       break;
     }
   }
-  for (const auto& [begin, end] : kept)
-    if (end > begin) out.push_back(piece.substr(begin, end - begin));
+  for (const auto& [begin, end] : kept) {
+    if (end > begin) {
+      out.push_back(piece.substr(begin, end - begin));
+    }
+  }
 }
 
 void PreTokenizer::split(std::string_view segment, std::vector<PreTokenizedWord>& out) const {
-  if (segment.empty()) return;
+  if (segment.empty()) {
+    return;
+  }
   std::vector<std::string_view> pieces{segment}, next;
   std::vector<std::pair<std::size_t, std::size_t>> scratch;
   for (const SplitStep& step : steps_) {
     next.clear();
-    for (std::string_view piece : pieces) apply(step, piece, scratch, next);
+    for (std::string_view piece : pieces) {
+      apply(step, piece, scratch, next);
+    }
     pieces.swap(next);
   }
   if (!byte_level_) {
-    for (std::string_view piece : pieces) out.push_back({piece, false});
+    for (std::string_view piece : pieces) {
+      out.push_back({piece, false});
+    }
     return;
   }
   std::string with_space;
@@ -120,7 +142,9 @@ void PreTokenizer::split(std::string_view segment, std::vector<PreTokenizedWord>
     if (!prefix) {
       next.clear();
       apply(byte_level_regex_.front(), piece, scratch, next);
-      for (std::string_view word : next) out.push_back({word, false});
+      for (std::string_view word : next) {
+        out.push_back({word, false});
+      }
       continue;
     }
     // HF prepends the space before the GPT-2 split, so the split sees it: run the regex on

@@ -27,15 +27,22 @@ struct Tokenizer::Impl {
 
   explicit Impl(TokenizerParts p) : parts(std::move(p)), splitter(parts.added_tokens) {
     int32_t max_id = -1;
-    for (const auto& [text, id] : parts.model.vocab()) max_id = std::max(max_id, id);
-    for (const AddedToken& t : parts.added_tokens) max_id = std::max(max_id, t.id);
-    tokens.resize(static_cast<std::size_t>(max_id + 1));
+    for (const auto& [text, id] : parts.model.vocab()) {
+      max_id = std::max(max_id, id);
+    }
+    for (const AddedToken& t : parts.added_tokens) {
+      max_id = std::max(max_id, t.id);
+    }
+    tokens.resize(static_cast<std::size_t>(max_id) + 1);
     for (const auto& [text, id] : parts.model.vocab()) {
       tokens[id].text = text;
       tokens[id].known = true;
     }
-    for (TokenEntry& entry : tokens)
-      if (entry.known) entry.bytes = byte_level_to_bytes(entry.text);
+    for (TokenEntry& entry : tokens) {
+      if (entry.known) {
+        entry.bytes = byte_level_to_bytes(entry.text);
+      }
+    }
     // An added token owns its id for decoding even when the model has another string there, and
     // HF emits its content as is, without the ByteLevel decoder.
     for (const AddedToken& t : parts.added_tokens) {
@@ -84,9 +91,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
     words.clear();
     impl_->parts.pre_tokenizer.split(text.substr(segment.begin, segment.end - segment.begin),
                                      words);
-    for (const PreTokenizedWord& word : words) impl_->parts.model.encode_word(word, ids);
+    for (const PreTokenizedWord& word : words) {
+      impl_->parts.model.encode_word(word, ids);
+    }
   }
-  if (add_special_tokens) impl_->parts.post_processor.apply(ids);
+  if (add_special_tokens) {
+    impl_->parts.post_processor.apply(ids);
+  }
   return ids;
 }
 
@@ -96,9 +107,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   std::string text, run;
   for (int32_t id : ids) {
-    if (id < 0 || static_cast<std::size_t>(id) >= impl_->tokens.size()) continue;
+    if (id < 0 || static_cast<std::size_t>(id) >= impl_->tokens.size()) {
+      continue;
+    }
     const Impl::TokenEntry& entry = impl_->tokens[id];
-    if (!entry.known || (skip_special_tokens && entry.special)) continue;
+    if (!entry.known || (skip_special_tokens && entry.special)) {
+      continue;
+    }
     if (!entry.added) {
       run.append(entry.bytes);
       continue;
@@ -112,20 +127,24 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
 }
 
 std::string_view Tokenizer::token_bytes(int32_t id) const {
-  if (id < 0 || static_cast<std::size_t>(id) >= impl_->tokens.size()) return {};
+  if (id < 0 || static_cast<std::size_t>(id) >= impl_->tokens.size()) {
+    return {};
+  }
   return impl_->tokens[id].bytes;
 }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (auto it = impl_->added_by_content.find(std::string(token));
-      it != impl_->added_by_content.end())
+      it != impl_->added_by_content.end()) {
     return it->second;
+  }
   return impl_->parts.model.token_to_id(token);
 }
 
 std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
-  if (id < 0 || static_cast<std::size_t>(id) >= impl_->tokens.size() || !impl_->tokens[id].known)
+  if (id < 0 || static_cast<std::size_t>(id) >= impl_->tokens.size() || !impl_->tokens[id].known) {
     return std::nullopt;
+  }
   return impl_->tokens[id].text;
 }
 

@@ -30,8 +30,12 @@ std::string translate_oniguruma(std::string_view pattern) {
       ++class_depth;
       out.push_back(c);
       // A ']' right after '[' or '[^' is a literal member, not the end of the class.
-      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out.push_back(pattern[++i]);
-      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out.push_back(pattern[++i]);
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') {
+        out.push_back(pattern[++i]);
+      }
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') {
+        out.push_back(pattern[++i]);
+      }
       continue;
     }
     if (c == ']' && class_depth > 0) {
@@ -64,16 +68,14 @@ std::string translate_oniguruma(std::string_view pattern) {
       }
       const std::string property(pattern.substr(i - 1, last - i + 2));  // e.g. "\p{L}"
       const std::string extra = unicode16_class_items(name);
-      if (extra.empty()) {
-        out.append(property);
-      } else if (class_depth > 0 && next == 'p') {
+      if (extra.empty() || (class_depth > 0 && next == 'P')) {
+        out.append(property);  // nothing new, or \P{X} inside a class: Unicode 14 tables
+      } else if (class_depth > 0) {
         out.append(property).append(extra);
-      } else if (class_depth == 0) {
+      } else {
         // \p{X} -> [\p{X}extra]; \P{X} -> [^\p{X}extra]
         out.append(next == 'p' ? "[" : "[^").append("\\p").append(property.substr(2)).append(extra);
         out.push_back(']');
-      } else {
-        out.append(property);  // \P{X} inside a class: left on Unicode 14 tables
       }
       i = last;
     } else {
@@ -139,7 +141,9 @@ bool search(const pcre2_code* code, std::string_view text, std::size_t start, ui
     rc = pcre2_match(code, subject, text.size(), start, options | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
                      md.data, nullptr);
   }
-  if (rc == PCRE2_ERROR_NOMATCH) return false;
+  if (rc == PCRE2_ERROR_NOMATCH) {
+    return false;
+  }
   TS_CHECK(rc >= 0, "regex /{}/ failed on a {}-byte input: {}", pattern, text.size(),
            pcre2_message(rc));
   return true;
@@ -154,12 +158,16 @@ void UnicodeRegex::find_all(std::string_view text,
   bool have_previous = false;
   std::size_t previous_end = 0;
   while (search_from <= text.size()) {
-    if (!search(compiled_->code, text, search_from, 0, md, pattern_)) break;
+    if (!search(compiled_->code, text, search_from, 0, md, pattern_)) {
+      break;
+    }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(md.data);
     const std::size_t begin = ovector[0], end = ovector[1];
     if (begin == end && have_previous && previous_end == end) {
       // Empty match right after the previous one: step over one character (onig's rule).
-      if (search_from >= text.size()) break;
+      if (search_from >= text.size()) {
+        break;
+      }
       const Utf8Sequence seq = next_utf8_sequence(text.substr(search_from));
       search_from += seq.length;
       continue;
@@ -182,7 +190,9 @@ std::string UnicodeRegex::escape(std::string_view literal) {
   for (char c : literal) {
     const auto u = static_cast<unsigned char>(c);
     const bool alnum = (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z');
-    if (u < 0x80 && !alnum) out.push_back('\\');  // backslash + ASCII punctuation is a literal
+    if (u < 0x80 && !alnum) {
+      out.push_back('\\');  // backslash + ASCII punctuation is a literal
+    }
     out.push_back(c);
   }
   return out;

@@ -11,7 +11,9 @@ Utf8Sequence next_utf8_sequence(std::string_view bytes) {
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   const std::size_t n = bytes.size();
   const uint8_t lead = p[0];
-  if (lead < 0x80) return {Utf8Sequence::Kind::kValid, 1};
+  if (lead < 0x80) {
+    return {Utf8Sequence::Kind::kValid, 1};
+  }
 
   // Table 3-7 of the Unicode standard (well-formed byte sequences): the length and the allowed
   // range of the second byte depend on the lead byte; later bytes are always 80..BF.
@@ -21,20 +23,32 @@ Utf8Sequence next_utf8_sequence(std::string_view bytes) {
     length = 2;
   } else if (lead >= 0xE0 && lead <= 0xEF) {
     length = 3;
-    if (lead == 0xE0) second_lo = 0xA0;  // no overlong 3-byte forms
-    if (lead == 0xED) second_hi = 0x9F;  // no surrogates
+    if (lead == 0xE0) {
+      second_lo = 0xA0;  // no overlong 3-byte forms
+    }
+    if (lead == 0xED) {
+      second_hi = 0x9F;  // no surrogates
+    }
   } else if (lead >= 0xF0 && lead <= 0xF4) {
     length = 4;
-    if (lead == 0xF0) second_lo = 0x90;  // no overlong 4-byte forms
-    if (lead == 0xF4) second_hi = 0x8F;  // nothing above U+10FFFF
+    if (lead == 0xF0) {
+      second_lo = 0x90;  // no overlong 4-byte forms
+    }
+    if (lead == 0xF4) {
+      second_hi = 0x8F;  // nothing above U+10FFFF
+    }
   } else {
     return {Utf8Sequence::Kind::kInvalid, 1};  // 80..C1, F5..FF never start a sequence
   }
   for (std::size_t i = 1; i < length; ++i) {
-    if (i >= n) return {Utf8Sequence::Kind::kIncomplete, i};
+    if (i >= n) {
+      return {Utf8Sequence::Kind::kIncomplete, i};
+    }
     const uint8_t b = p[i];
     const bool ok = i == 1 ? (b >= second_lo && b <= second_hi) : is_continuation(b);
-    if (!ok) return {Utf8Sequence::Kind::kInvalid, i};
+    if (!ok) {
+      return {Utf8Sequence::Kind::kInvalid, i};
+    }
   }
   return {Utf8Sequence::Kind::kValid, length};
 }
@@ -48,7 +62,9 @@ std::size_t find_invalid_utf8(std::string_view text) {
       continue;
     }
     const Utf8Sequence seq = next_utf8_sequence(text.substr(i));
-    if (seq.kind != Utf8Sequence::Kind::kValid) return i;
+    if (seq.kind != Utf8Sequence::Kind::kValid) {
+      return i;
+    }
     i += seq.length;
   }
   return std::string_view::npos;
@@ -114,7 +130,9 @@ std::string utf8_lossy(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());
   const std::size_t used = append_utf8_lossy_decided(bytes, out);
-  if (used < bytes.size()) out.append(kReplacementCharacter);  // truncated tail: one U+FFFD
+  if (used < bytes.size()) {
+    out.append(kReplacementCharacter);  // truncated tail: one U+FFFD
+  }
   return out;
 }
 
