@@ -10,3 +10,6 @@
 # too) are always available.
 tessera_fuzzer(config SOURCES config/*.cpp util/edit_distance.cpp
                SEEDS configs tests/data/config/invalid SECONDS 30)
+tessera_fuzzer(tokenizer_encode SOURCES tokenizer/*.cpp PKG libpcre2-8 SECONDS 15)
+tessera_fuzzer(tokenizer_load SOURCES tokenizer/*.cpp PKG libpcre2-8 SECONDS 15)
+tessera_fuzzer(chat SOURCES chat/*.cpp SECONDS 15)
