@@ -13,3 +13,4 @@ tessera_fuzzer(config SOURCES config/*.cpp util/edit_distance.cpp
 tessera_fuzzer(tokenizer_encode SOURCES tokenizer/*.cpp PKG libpcre2-8 SECONDS 15)
 tessera_fuzzer(tokenizer_load SOURCES tokenizer/*.cpp PKG libpcre2-8 SECONDS 15)
 tessera_fuzzer(chat SOURCES chat/*.cpp SECONDS 15)
+tessera_fuzzer(safetensors SOURCES weights/safetensors.cpp weights/dtype.cpp weights/mapped_file.cpp SECONDS 20)
