@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -417,6 +418,20 @@ TEST(ConfigCheckCommand, ValidatesPluginOptionsWithTheirSchemas) {
             std::string::npos)
       << bad_err;
   EXPECT_NE(bad_err.find("no_such_option"), std::string::npos) << bad_err;
+}
+
+// The shipped files name real plugins (bf16/fp8, reference, standard, http): all must be built
+// and accept the options the files give them.
+TEST(ConfigCheckCommand, ShippedConfigsPassWithTheInTreePlugins) {
+  ASSERT_EQ(setenv("TESSERA_PLUGIN_PATH", TESSERA_PLUGIN_DIR, 1), 0);
+  for (const auto& entry : fs::directory_iterator(kSourceDir / "configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    std::string out;
+    const auto [code, err] = run_config_check(entry.path(), &out);
+    EXPECT_EQ(code, 0) << err;
+    EXPECT_EQ(out, entry.path().string() + ": ok\n");
+  }
+  unsetenv("TESSERA_PLUGIN_PATH");
 }
 
 }  // namespace
