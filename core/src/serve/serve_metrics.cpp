@@ -107,6 +107,12 @@ std::string ServeMetrics::exposition(const std::string& model_name,
   counter("tessera:degenerate_outputs_total",
           "Outputs the repetition guard found degenerate (an n-gram repeated back to back).",
           static_cast<double>(engine.degenerate_outputs));
+  w.header("tessera:step_seconds_total", "counter",
+           "Engine step time: the model forward and the host work around it.");
+  w.sample("tessera:step_seconds_total", Labels{{"model_name", model_name}, {"part", "forward"}},
+           engine.forward_seconds);
+  w.sample("tessera:step_seconds_total", Labels{{"model_name", model_name}, {"part", "host"}},
+           engine.host_seconds);
   w.header("tessera:plugin_seconds_total", "counter", "Time spent inside each plugin.");
   for (const auto& [plugin, seconds] : engine.plugin_seconds) {
     Labels l = model;

@@ -28,8 +28,10 @@ struct EngineSnapshot {
   int64_t preemptions = 0;           // counter
   int64_t kv_bytes_per_entry = 0;
   int64_t kv_pages_total = 0;
-  int64_t steps = 0;                             // counter
-  std::map<std::string, double> plugin_seconds;  // plugin name -> time spent (counter)
+  int64_t steps = 0;           // counter
+  double forward_seconds = 0;  // model forward, all ranks as rank 0 sees it (counter)
+  double host_seconds = 0;     // scheduling, sampling, stops, events (counter)
+  std::map<std::string, double> plugin_seconds;  // plugin name -> time inside it (counter)
   int64_t degenerate_outputs = 0;                // repetition guard hits (counter)
 };
 

@@ -1,0 +1,102 @@
+#include "serve/server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <memory>
+
+#include "chat/chat_encoder.hpp"
+#include "config/config.hpp"
+#include "engine/engine.hpp"
+#include "engine/engine_options.hpp"
+#include "plugins/registry.hpp"
+#include "runtime/runtime.hpp"
+#include "serve/engine_hooks.hpp"
+#include "serve/frontend_host.hpp"
+#include "serve/serving_api.hpp"
+#include "serve/shutdown_signal.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace tessera::serve {
+
+namespace {
+
+ServingInfo serving_info(const Config& config, const RuntimeOptions& runtime,
+                         const ServeOptions& options) {
+  ServingInfo info;
+  info.model_name = options.served_model_name;
+  if (info.model_name.empty()) {
+    info.model_name = runtime.model_dir.lexically_normal().filename().string();
+    if (info.model_name.empty()) {
+      info.model_name = runtime.model_dir.lexically_normal().parent_path().filename().string();
+    }
+  }
+  info.limits.max_context = config.model.max_context;
+  info.limits.max_tokens = config.limits.max_tokens;
+  info.limits.max_n = config.limits.max_n;
+  info.limits.max_logprobs = config.limits.max_logprobs;
+  info.limits.default_max_tokens = config.sampler.defaults.max_tokens;
+  info.limits.effort_profile = chat::effort_profile_from_string(options.reasoning_effort_profile);
+  info.max_body_bytes = config.limits.max_body_bytes;
+  info.max_queue = config.limits.max_queue;
+  return info;
+}
+
+std::vector<std::filesystem::path> plugin_directories(const RuntimeOptions& runtime) {
+  std::vector<std::filesystem::path> dirs = runtime.plugin_dirs;
+  for (auto& d : PluginRegistry::default_search_path()) dirs.push_back(d);
+  return dirs;
+}
+
+}  // namespace
+
+int run_server(const ServeOptions& options) {
+  // Before any thread exists, so every thread inherits the mask and only wait() receives them.
+  ShutdownSignal::block();
+  const Config config = load_config_file(options.config_path);
+  const RuntimeOptions runtime_options = RuntimeOptions::from_config(config);
+  auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(
+      tokenizer::Tokenizer::from_file(runtime_options.model_dir / "tokenizer.json"));
+
+  // Destruction runs bottom-up: engine (no more callbacks), runtime, frontends, the table, and
+  // the registry (plugin libraries) last.
+  PluginRegistry registry;
+  registry.discover(plugin_directories(runtime_options));
+  ServingApi api(serving_info(config, runtime_options, options), tokenizer);
+  FrontendHost frontends(registry, config);
+  if (frontends.size() == 0) {
+    spdlog::warn("the configuration has no [[frontend]] entry: nothing will accept requests");
+  }
+  frontends.start_all(api.table());
+
+  std::unique_ptr<Runtime> runtime;
+  std::unique_ptr<engine::Engine> engine;
+  try {
+    runtime = std::make_unique<Runtime>(runtime_options);
+    engine = std::make_unique<engine::Engine>(*runtime, engine::EngineOptions::from_config(config),
+                                              tokenizer.get());
+  } catch (...) {
+    frontends.stop_all(std::chrono::milliseconds(0));
+    throw;
+  }
+  api.attach(engine_hooks(*engine, *runtime));
+  spdlog::info("serving model \"{}\" (context {} tokens); SIGTERM or Ctrl-C drains and exits",
+               api.info().model_name, engine->max_context());
+
+  const int sig = ShutdownSignal::wait().value_or(0);
+  spdlog::info("{}: draining (up to {} ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+               options.drain_timeout.count());
+  ShutdownSignal::exit_on_second_signal();
+  api.set_draining();
+  frontends.stop_all(options.drain_timeout);
+  // Frontends aborted what was left; the engine answers aborts within a step.
+  if (!api.wait_idle(std::chrono::seconds(10))) {
+    spdlog::warn("{} requests still in flight after the drain", api.in_flight());
+  }
+  engine.reset();
+  runtime.reset();
+  spdlog::info("drained; exiting");
+  return 0;
+}
+
+}  // namespace tessera::serve
