@@ -109,7 +109,7 @@ PageDemand SequenceKv::pages_needed(int64_t n_tokens) const {
       d.main += std::max<int64_t>(0, last / page_ - held_last);
       if (first / page_ <= held_last) {
         const int32_t page = layer.window_pages[first / page_ - layer.window_first_page];
-        d.main += pools_.main.write_needs_copy(page, static_cast<int32_t>(first % page_));
+        d.main += pools_.main.refcount(page) > 1;
       }
     }
     const int64_t m = ratios_[l];
@@ -119,12 +119,9 @@ PageDemand SequenceKv::pages_needed(int64_t n_tokens) const {
     if (added == 0) continue;
     const int64_t fresh = ceil_div(nc + added, page_) - ceil_div(nc, page_);
     const bool partial = nc % page_ != 0;
-    const auto entry = static_cast<int32_t>(nc % page_);
-    d.main +=
-        fresh + (partial && pools_.main.write_needs_copy(layer.compressed_pages.back(), entry));
+    d.main += fresh + (partial && pools_.main.refcount(layer.compressed_pages.back()) > 1);
     if (m == 4)
-      d.indexer +=
-          fresh + (partial && pools_.indexer.write_needs_copy(layer.index_pages.back(), entry));
+      d.indexer += fresh + (partial && pools_.indexer.refcount(layer.index_pages.back()) > 1);
   }
   return d;
 }

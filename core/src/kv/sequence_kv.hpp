@@ -47,7 +47,9 @@ class SequenceKv {
   void advance(int64_t n_tokens);
 
   // The most pages the next n_tokens can take (new window pages, new compressed / indexer pages,
-  // copies of shared pages). Pages that advance() frees afterwards are not counted.
+  // a copy of every shared page written into: counted whenever the page is shared, since another
+  // holder may write its frontier entry first in the same step). Pages that advance() frees
+  // afterwards are not counted.
   PageDemand pages_needed(int64_t n_tokens) const;
 
   // Main-cache slot where `position` (>= length()) of `layer` is written; allocates its page, or

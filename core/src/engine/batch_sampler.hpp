@@ -1,0 +1,48 @@
+// Turns a request's sampling options into the sampler plugin's per-row parameters, and samples one
+// token for each of a step's finished rows through the plugin in a single call.
+// Engine loop thread only (the sampler instance serialises calls anyway).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "engine/request.hpp"
+#include "engine/sequence.hpp"
+#include "model/dsv4_model.hpp"
+#include "plugins/plugin_instance.hpp"
+
+namespace tessera::engine {
+
+// Request values over defaults; `fresh_seed` is used when neither gives a seed.
+ts_sampling_params resolve_sampling(const Request& request, const SamplingDefaults& defaults,
+                                    uint64_t fresh_seed);
+
+struct SampledToken {
+  int32_t token = -1;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+class BatchSampler {
+ public:
+  explicit BatchSampler(const PluginInstance& sampler) : sampler_(sampler) {}
+
+  // rows[i] is the logits row of sequences[i]; its draw index is its output length. A row the
+  // plugin could not sample has token -1, and last_error() says why.
+  std::vector<SampledToken> sample(std::span<Sequence* const> sequences, const dsv4::Logits& logits,
+                                   std::span<const int64_t> rows);
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  const PluginInstance& sampler_;
+  std::vector<ts_sampler_row> rows_;
+  std::vector<ts_sampler_result> results_;
+  std::vector<int32_t> top_tokens_;
+  std::vector<float> top_logprobs_;
+  std::string last_error_;
+};
+
+}  // namespace tessera::engine

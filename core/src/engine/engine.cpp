@@ -1,0 +1,409 @@
+#include "engine/engine.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+
+#include "util/check.hpp"
+
+namespace tessera::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Pages one sequence of `total` tokens needs at the least (one-token steps): its window, its
+// compressed entries and one copy-on-write page per stream.
+PageDemand minimum_pages(const dsv4::ModelConfig& c, int64_t page, int64_t total) {
+  PageDemand d;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const int64_t m = c.compress_ratio(l);
+    d.main += ceil_div(c.window, page) + 1;
+    if (m > 0) d.main += ceil_div(total / m, page) + 1;
+    if (m == 4) d.indexer += ceil_div(total / m, page) + 1;
+  }
+  return d;
+}
+
+uint64_t fresh_seed() {
+  static std::mutex mutex;
+  static std::mt19937_64 generator{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  return generator();
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "error";
+}
+
+Engine::Engine(Runtime& runtime, const EngineOptions& options,
+               const tokenizer::Tokenizer* tokenizer)
+    : runtime_(runtime), options_(options), tokenizer_(tokenizer) {
+  const dsv4::ModelConfig& config = runtime.model_config();
+  TS_CHECK(options_.max_running_sequences >= 1 && options_.max_batched_tokens >= 1,
+           "engine: max_running_sequences ({}) and max_batched_tokens ({}) must be positive",
+           options_.max_running_sequences, options_.max_batched_tokens);
+  max_context_ = options_.max_context > 0            ? options_.max_context
+                 : runtime.options().max_context > 0 ? runtime.options().max_context
+                                                     : config.max_position_embeddings;
+  eos_.assign(config.eos_token_ids.begin(), config.eos_token_ids.end());
+  if (eos_.empty()) eos_.push_back(static_cast<int32_t>(config.eos_token_id));
+
+  executor_ = std::make_unique<Executor>(runtime, options_.tensor_parallel, options_.threads);
+  const int64_t page = runtime.pools().main.entries_per_page();
+  prefix_block_ = page;
+  for (int64_t m : config.compress_ratios)
+    if (m > 0) prefix_block_ = std::lcm(prefix_block_, m);
+  if (options_.prefix_cache) prefix_ = std::make_unique<PrefixCache>(prefix_block_);
+  scheduler_ = std::make_unique<Scheduler>(options_, *executor_, prefix_.get());
+  sampler_ = std::make_unique<BatchSampler>(runtime.sampler());
+  loop_stats_.main_pages_total = runtime.pools().main.total_pages();
+  loop_stats_.indexer_pages_total = runtime.pools().indexer.total_pages();
+  publish_stats();
+  dispatcher_ = std::make_unique<EventDispatcher>();
+  loop_thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  loop_thread_.join();
+  dispatcher_.reset();  // delivers the last events
+}
+
+void Engine::validate(const Request& r) const {
+  using K = RequestError::Kind;
+  const dsv4::ModelConfig& c = runtime_.model_config();
+  auto invalid = [](const std::string& m) { throw RequestError(K::kInvalid, m); };
+  if (r.prompt.empty()) invalid("the prompt is empty");
+  for (int32_t t : r.prompt)
+    if (t < 0 || t >= c.vocab_size)
+      invalid(fmt::format("prompt token id {} is outside the vocabulary [0, {})", t, c.vocab_size));
+  for (int32_t t : r.stop_token_ids)
+    if (t < 0 || t >= c.vocab_size)
+      invalid(fmt::format("stop token id {} is outside the vocabulary [0, {})", t, c.vocab_size));
+  if (!r.stop.empty() && tokenizer_ == nullptr)
+    invalid("stop strings need a tokenizer, and this engine has none");
+  for (const std::string& s : r.stop)
+    if (s.empty()) invalid("a stop string is empty");
+  if (r.max_tokens && (*r.max_tokens < 1 || *r.max_tokens > options_.max_tokens_limit))
+    invalid(fmt::format("max_tokens = {} is outside [1, {}] (limits.max_tokens)", *r.max_tokens,
+                        options_.max_tokens_limit));
+  if (r.top_logprobs < 0 || r.top_logprobs > options_.max_logprobs)
+    invalid(fmt::format("top_logprobs = {} is outside [0, {}] (limits.max_logprobs)",
+                        r.top_logprobs, options_.max_logprobs));
+  const SamplingOptions& s = r.sampling;
+  if (s.temperature && !(*s.temperature >= 0)) invalid("temperature must be >= 0");
+  if (s.top_p && !(*s.top_p > 0 && *s.top_p <= 1)) invalid("top_p must be in (0, 1]");
+  if (s.top_k && *s.top_k < 0) invalid("top_k must be >= 0 (0: off)");
+  if (s.min_p && !(*s.min_p >= 0 && *s.min_p <= 1)) invalid("min_p must be in [0, 1]");
+  if (s.repetition_penalty && !(*s.repetition_penalty > 0))
+    invalid("repetition_penalty must be > 0");
+  const auto prompt = static_cast<int64_t>(r.prompt.size());
+  if (prompt >= max_context_)
+    throw RequestError(K::kTooLong,
+                       fmt::format("the prompt has {} tokens; the context limit is {} (prompt + "
+                                   "output), which leaves no room for output",
+                                   prompt, max_context_));
+  const int64_t total =
+      std::min(max_context_, prompt + r.max_tokens.value_or(options_.defaults.max_tokens));
+  const KvPools& pools = runtime_.pools();
+  const PageDemand need = minimum_pages(c, pools.main.entries_per_page(), total);
+  if (need.main > pools.main.total_pages() || need.indexer > pools.indexer.total_pages())
+    throw RequestError(
+        K::kTooLong,
+        fmt::format("{} tokens need at least {} + {} cache pages; the cache has {} + {} "
+                    "(raise kv_cache.memory_gib or ask for fewer tokens)",
+                    total, need.main, need.indexer, pools.main.total_pages(),
+                    pools.indexer.total_pages()));
+}
+
+uint64_t Engine::submit(Request request, EventCallback on_event) {
+  validate(request);
+  auto seq = std::make_unique<Sequence>();
+  seq->params = resolve_sampling(request, options_.defaults, fresh_seed());
+  seq->max_tokens = request.max_tokens.value_or(options_.defaults.max_tokens);
+  seq->max_total = max_context_;
+  seq->tokens = request.prompt;
+  seq->n_prompt = static_cast<int64_t>(request.prompt.size());
+  seq->on_event = std::make_shared<const EventCallback>(std::move(on_event));
+  if (tokenizer_ != nullptr)
+    seq->detokenizer = std::make_unique<tokenizer::IncrementalDetokenizer>(
+        *tokenizer_, request.skip_special_tokens);
+  seq->stops = StopMatcher(request.stop);
+  seq->submitted = Clock::now();
+  seq->request = std::move(request);
+  uint64_t id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || failed_)
+      throw RequestError(RequestError::Kind::kUnavailable,
+                         failed_ ? "the engine failed (a tensor-parallel rank died); restart it"
+                                 : "the engine is shutting down");
+    if (in_flight_ - stats_.running >= options_.max_queue)
+      throw RequestError(RequestError::Kind::kBusy,
+                         fmt::format("{} requests are waiting (limits.max_queue = {}); retry later",
+                                     in_flight_ - stats_.running, options_.max_queue));
+    id = next_id_++;
+    seq->id = id;
+    seq->arrival = id;
+    ++in_flight_;
+    inbox_.push_back(std::move(seq));
+  }
+  wake_.notify_one();
+  return id;
+}
+
+void Engine::abort(uint64_t request_id) {
+  {
+    std::lock_guard lock(mutex_);
+    aborts_.push_back(request_id);
+  }
+  wake_.notify_one();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mutex_);
+  EngineStats s = stats_;
+  s.in_flight = in_flight_;
+  return s;
+}
+
+void Engine::wait_idle() const {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return in_flight_ == 0; });
+}
+
+void Engine::loop() {
+  for (;;) {
+    std::vector<std::unique_ptr<Sequence>> incoming;
+    std::vector<uint64_t> aborts;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] {
+        return stopping_ || !inbox_.empty() || !aborts_.empty() ||
+               (!failed_ && scheduler_->running() + scheduler_->waiting() > 0);
+      });
+      if (stopping_) break;
+      incoming.swap(inbox_);
+      aborts.swap(aborts_);
+    }
+    Deliveries out;
+    for (auto& seq : incoming) {
+      Sequence* s = seq.get();
+      sequences_.emplace(s->id, std::move(seq));
+      scheduler_->add(s);
+    }
+    for (uint64_t id : aborts) {
+      const auto it = sequences_.find(id);
+      if (it == sequences_.end() || it->second->state == SequenceState::kFinished) continue;
+      Event ev;
+      ev.request_id = id;
+      finish(*it->second, FinishReason::kAbort, std::move(ev), out);
+    }
+    if (!failed_ && scheduler_->running() + scheduler_->waiting() > 0) {
+      try {
+        run_step(out);
+      } catch (const std::exception& e) {  // a bug, not a request's fault: fail what is in flight
+        spdlog::error("engine: step failed: {}", e.what());
+        fail_all(std::string("engine step failed: ") + e.what(), out);
+      }
+    }
+    // Stats first: a client that sees an event also sees the state that produced it.
+    publish_stats();
+    dispatcher_->post(std::move(out));
+  }
+  Deliveries out;
+  fail_all("", out);  // shutdown: everything in flight ends with "abort"
+  publish_stats();
+  dispatcher_->post(std::move(out));
+}
+
+void Engine::fail_all(const std::string& error, Deliveries& out) {
+  std::vector<std::unique_ptr<Sequence>> queued;
+  {
+    std::lock_guard lock(mutex_);
+    queued.swap(inbox_);
+  }
+  for (auto& seq : queued) {
+    Sequence* s = seq.get();
+    sequences_.emplace(s->id, std::move(seq));
+  }
+  for (auto& [id, seq] : sequences_) {
+    if (seq->state == SequenceState::kFinished) continue;
+    Event ev;
+    ev.request_id = id;
+    ev.error = error;
+    finish(*seq, error.empty() ? FinishReason::kAbort : FinishReason::kError, std::move(ev), out);
+  }
+}
+
+void Engine::finish(Sequence& s, FinishReason reason, Event event, Deliveries& out) {
+  if (s.state != SequenceState::kFinished) {
+    try {
+      scheduler_->remove(&s);
+    } catch (const std::exception& e) {  // freeing must not stop the others' events
+      spdlog::error("engine: freeing request {}: {}", s.id, e.what());
+    }
+  }
+  s.state = SequenceState::kFinished;
+  event.finish = reason;
+  event.usage.prompt_tokens = s.n_prompt;
+  event.usage.completion_tokens = s.n_output();
+  event.usage.cached_tokens = s.cached_tokens;
+  out.push_back({s.on_event, std::move(event)});
+  finished_.push_back(s.id);  // leaves in_flight when the stats are published
+  ++loop_stats_.finished;
+}
+
+void Engine::run_step(Deliveries& out) {
+  const auto t0 = Clock::now();
+  ScheduledStep step = scheduler_->schedule();
+  for (Sequence* s : step.failed) {
+    Event ev;
+    ev.request_id = s->id;
+    ev.error = fmt::format(
+        "the request does not fit in the kv cache even alone ({} + {} pages); raise "
+        "kv_cache.memory_gib",
+        runtime_.pools().main.total_pages(), runtime_.pools().indexer.total_pages());
+    finish(*s, FinishReason::kError, std::move(ev), out);
+  }
+  if (step.chunks.empty()) return;
+  const auto t1 = Clock::now();
+  dsv4::Logits logits;
+  try {
+    logits = executor_->step(step.chunks);
+  } catch (const std::exception& e) {
+    spdlog::error("engine: forward failed: {}", e.what());
+    scheduler_->abandon(step);
+    for (Sequence* s : step.sequences) {
+      Event ev;
+      ev.request_id = s->id;
+      ev.error = std::string("forward failed: ") + e.what();
+      finish(*s, FinishReason::kError, std::move(ev), out);
+    }
+    if (executor_->failed()) {
+      {
+        std::lock_guard lock(mutex_);
+        failed_ = true;
+      }
+      fail_all("the tensor-parallel executor failed", out);
+    }
+    return;
+  }
+  const auto t2 = Clock::now();
+  scheduler_->complete(step);
+
+  std::vector<Sequence*> ready;
+  std::vector<int64_t> rows;
+  int64_t batched = 0;
+  for (size_t i = 0; i < step.sequences.size(); ++i) {
+    batched += static_cast<int64_t>(step.chunks[i].tokens.size());
+    if (step.sequences[i]->pending_tokens() != 0) continue;  // prefill continues next step
+    ready.push_back(step.sequences[i]);
+    rows.push_back(logits.chunk_rows[i]);
+  }
+  if (!ready.empty()) {
+    const std::vector<SampledToken> tokens = sampler_->sample(ready, logits, rows);
+    for (size_t i = 0; i < ready.size(); ++i) accept_token(*ready[i], tokens[i], out);
+  }
+  const auto t3 = Clock::now();
+  ++loop_stats_.steps;
+  loop_stats_.batched_tokens += batched;
+  loop_stats_.forward_seconds += seconds(t2 - t1);
+  loop_stats_.host_seconds += seconds(t1 - t0) + seconds(t3 - t2);
+}
+
+void Engine::accept_token(Sequence& s, const SampledToken& t, Deliveries& out) {
+  Event ev;
+  ev.request_id = s.id;
+  if (t.token < 0) {
+    ev.error =
+        sampler_->last_error().empty() ? "the sampler returned no token" : sampler_->last_error();
+    finish(s, FinishReason::kError, std::move(ev), out);
+    return;
+  }
+  s.tokens.push_back(t.token);
+  ++loop_stats_.generated_tokens;
+  ev.tokens.push_back(t.token);
+  if (s.params.logprobs != 0) ev.logprobs.push_back({t.token, t.logprob, t.top});
+
+  std::optional<FinishReason> reason;
+  const std::vector<int32_t>& stop_ids = s.request.stop_token_ids;
+  if ((!s.request.ignore_eos && std::find(eos_.begin(), eos_.end(), t.token) != eos_.end()) ||
+      std::find(stop_ids.begin(), stop_ids.end(), t.token) != stop_ids.end()) {
+    reason = FinishReason::kStop;
+    ev.stop_token = t.token;
+  } else {
+    const std::string piece = s.detokenizer ? s.detokenizer->push(t.token) : std::string();
+    StopMatcher::Result r = s.stops.push(piece);
+    ev.text = std::move(r.text);
+    if (r.matched) {
+      reason = FinishReason::kStop;
+      ev.stop_string = s.request.stop[*r.matched];
+    }
+  }
+  if (!reason &&
+      (s.n_output() >= s.max_tokens || static_cast<int64_t>(s.tokens.size()) >= s.max_total))
+    reason = FinishReason::kLength;
+  if (reason && !ev.stop_string) {  // the end of the text: incomplete UTF-8, held-back text
+    StopMatcher::Result r = s.stops.push(s.detokenizer ? s.detokenizer->finish() : std::string());
+    ev.text += r.text;
+    if (r.matched) {
+      reason = FinishReason::kStop;
+      ev.stop_string = s.request.stop[*r.matched];
+      ev.stop_token.reset();
+    } else {
+      ev.text += s.stops.flush();
+    }
+  }
+  if (reason) {
+    finish(s, *reason, std::move(ev), out);
+  } else {
+    out.push_back({s.on_event, std::move(ev)});
+  }
+}
+
+void Engine::publish_stats() {
+  const KvPools& pools = executor_->leader().pools();
+  loop_stats_.running = static_cast<int64_t>(scheduler_->running());
+  loop_stats_.waiting = static_cast<int64_t>(scheduler_->waiting());
+  loop_stats_.main_pages_free = pools.main.free_pages();
+  loop_stats_.indexer_pages_free = pools.indexer.free_pages();
+  loop_stats_.prefix_nodes = prefix_ ? static_cast<int64_t>(prefix_->ready_nodes()) : 0;
+  const SchedulerCounters& c = scheduler_->counters();
+  loop_stats_.preemptions = c.preemptions;
+  loop_stats_.prefill_tokens = c.prefill_tokens;
+  loop_stats_.prefix_hit_tokens = c.prefix_hit_tokens;
+  std::lock_guard lock(mutex_);
+  loop_stats_.failed = failed_;
+  stats_ = loop_stats_;
+  in_flight_ -= static_cast<int64_t>(finished_.size());
+  for (uint64_t id : finished_) sequences_.erase(id);
+  finished_.clear();
+  if (in_flight_ == 0) idle_.notify_all();
+}
+
+}  // namespace tessera::engine

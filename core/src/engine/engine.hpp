@@ -1,0 +1,120 @@
+// The serving engine (docs/engine.md): requests are submitted from any thread and answered as a
+// stream of events; one engine-loop thread owns the scheduler, the prefix cache, rank 0 of the
+// tensor-parallel executor and every Sequence. Per step the loop takes new requests and aborts,
+// schedules (continuous batching with chunked prefill mixed into decode), runs the model on every
+// rank, samples rank 0's logits through the sampler plugin, applies stops and streams events.
+// Events are delivered on a separate dispatcher thread.
+//
+// Thread-safety: submit(), abort(), stats(), wait_idle() and the accessors may be called from any
+// thread at any time. Destroying the engine aborts what is in flight (finish reason "abort").
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/batch_sampler.hpp"
+#include "engine/engine_options.hpp"
+#include "engine/event_dispatcher.hpp"
+#include "engine/prefix_cache.hpp"
+#include "engine/request.hpp"
+#include "engine/scheduler.hpp"
+#include "engine/sequence.hpp"
+#include "executor/executor.hpp"
+#include "runtime/runtime.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace tessera::engine {
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int64_t in_flight = 0;  // submitted, not finished
+  int64_t finished = 0;
+  int64_t main_pages_total = 0, main_pages_free = 0;
+  int64_t indexer_pages_total = 0, indexer_pages_free = 0;
+  int64_t prefix_nodes = 0;  // prefix-cache blocks held (ready)
+  int64_t preemptions = 0;
+  int64_t prefill_tokens = 0;     // tokens prefilled (prompts, recomputation)
+  int64_t prefix_hit_tokens = 0;  // tokens whose prefill the prefix cache saved
+  int64_t generated_tokens = 0;
+  int64_t batched_tokens = 0;  // tokens run through the model
+  double forward_seconds = 0;  // all ranks' forward, as seen by rank 0
+  double host_seconds = 0;     // the rest of each step: scheduling, sampling, stops, events
+  bool failed = false;         // a tensor-parallel rank failed: no new requests
+};
+
+class Engine {
+ public:
+  // The runtime (weights, plugins, pools) and the tokenizer (may be null: no text, no stop
+  // strings) must outlive the engine.
+  Engine(Runtime& runtime, const EngineOptions& options,
+         const tokenizer::Tokenizer* tokenizer = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and queues the request; events go to on_event (dispatcher thread). Throws
+  // RequestError when refused (invalid, longer than the context limit, larger than the whole
+  // cache, queue full, engine failed); nothing is queued or allocated then.
+  uint64_t submit(Request request, EventCallback on_event);
+  // Finishes the request with reason "abort" and frees its pages within one step. Unknown or
+  // finished ids are ignored.
+  void abort(uint64_t request_id);
+
+  EngineStats stats() const;
+  void wait_idle() const;  // until nothing is in flight
+
+  const EngineOptions& options() const { return options_; }
+  const dsv4::ModelConfig& model_config() const { return runtime_.model_config(); }
+  const tokenizer::Tokenizer* tokenizer() const { return tokenizer_; }
+  int64_t max_context() const { return max_context_; }
+  int64_t prefix_block_tokens() const { return prefix_block_; }
+
+ private:
+  using Deliveries = std::vector<EventDispatcher::Delivery>;
+  void validate(const Request& r) const;
+  void loop();
+  void run_step(Deliveries& out);
+  void accept_token(Sequence& s, const SampledToken& t, Deliveries& out);
+  void finish(Sequence& s, FinishReason reason, Event event, Deliveries& out);
+  void fail_all(const std::string& error, Deliveries& out);
+  void publish_stats();
+
+  Runtime& runtime_;
+  EngineOptions options_;
+  const tokenizer::Tokenizer* tokenizer_;
+  int64_t max_context_ = 0;
+  int64_t prefix_block_ = 0;
+  std::vector<int32_t> eos_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<PrefixCache> prefix_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<BatchSampler> sampler_;
+
+  // Engine loop thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<Sequence>> sequences_;
+  std::vector<uint64_t> finished_;  // erased after each step
+  EngineStats loop_stats_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  mutable std::condition_variable idle_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;
+  std::vector<uint64_t> aborts_;
+  bool stopping_ = false;
+  bool failed_ = false;
+  int64_t in_flight_ = 0;
+  uint64_t next_id_ = 1;
+  EngineStats stats_;
+
+  std::unique_ptr<EventDispatcher> dispatcher_;
+  std::thread loop_thread_;
+};
+
+}  // namespace tessera::engine

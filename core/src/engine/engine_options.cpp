@@ -1,0 +1,21 @@
+#include "engine/engine_options.hpp"
+
+namespace tessera::engine {
+
+EngineOptions EngineOptions::from_config(const Config& config) {
+  EngineOptions o;
+  o.max_running_sequences = config.scheduler.max_running_sequences;
+  o.max_batched_tokens = config.scheduler.max_batched_tokens;
+  o.chunked_prefill_size = config.scheduler.chunked_prefill_size;
+  o.prefix_cache = config.scheduler.prefix_cache;
+  o.max_context = config.model.max_context;
+  o.max_tokens_limit = config.limits.max_tokens;
+  o.max_logprobs = config.limits.max_logprobs;
+  o.max_queue = config.limits.max_queue;
+  o.defaults = config.sampler.defaults;
+  o.tensor_parallel = static_cast<int>(config.executor.tensor_parallel);
+  o.threads = static_cast<int>(config.executor.threads);
+  return o;
+}
+
+}  // namespace tessera::engine

@@ -1,0 +1,54 @@
+// The engine loop's record of one request: its tokens (prompt + output so far), how many of them
+// are in the cache on the ranks, its place in the prefix-cache tree, and its output state
+// (detokenizer, stop matcher, counters). Owned and touched only by the engine loop thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/request.hpp"
+#include "engine/stop_matcher.hpp"
+#include "tessera/plugin_abi.h"
+#include "tokenizer/incremental_detokenizer.hpp"
+
+namespace tessera::engine {
+
+enum class SequenceState { kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  uint64_t id = 0;
+  uint64_t arrival = 0;  // submission order (ties of priority)
+  Request request;
+  std::shared_ptr<const EventCallback> on_event;
+  ts_sampling_params params{};
+  int64_t max_tokens = 0;
+  int64_t max_total = 0;  // context limit: prompt + output
+
+  std::vector<int32_t> tokens;  // prompt + output
+  int64_t n_prompt = 0;
+  SequenceState state = SequenceState::kWaiting;
+  bool has_kv = false;    // a SequenceKv exists on the ranks
+  int64_t kv_length = 0;  // tokens whose kv is cached (== rank 0's SequenceKv::length())
+  int64_t cached_tokens = 0;
+  int64_t preemptions = 0;
+  bool admitted_once = false;
+
+  // Prefix-cache cursor: the node whose block ends at cursor_length (0: start of the sequence).
+  uint64_t cursor_node = 0;
+  int64_t cursor_length = 0;
+  bool cursor_valid = true;
+
+  std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
+  StopMatcher stops;
+
+  std::chrono::steady_clock::time_point submitted;
+
+  int64_t n_output() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
+  // Tokens not yet in the cache (1 while decoding: the last sampled token).
+  int64_t pending_tokens() const { return static_cast<int64_t>(tokens.size()) - kv_length; }
+};
+
+}  // namespace tessera::engine

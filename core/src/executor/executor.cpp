@@ -1,0 +1,137 @@
+#include "executor/executor.hpp"
+
+#include <cblas.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "executor/weight_sharding.hpp"
+#include "util/check.hpp"
+
+namespace tessera {
+
+namespace {
+constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
+}
+
+// What a rank other than 0 owns: its plugin instances and page pools (rank 0 uses the runtime's).
+struct Executor::RankResources {
+  std::unique_ptr<KvFormat> kv_format;
+  PluginInstance attention;
+  std::unique_ptr<KvPools> pools;
+};
+
+Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime_(runtime) {
+  const dsv4::ModelConfig& config = runtime.model_config();
+  check_tensor_parallel(config, tensor_parallel);
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int total = threads > 0 ? threads : hw;
+  if (tensor_parallel > 1 || threads > 0)
+    openblas_set_num_threads(std::max(1, total / tensor_parallel));
+
+  if (tensor_parallel == 1) {
+    shards_.push_back(runtime.weights());
+    ranks_.push_back(std::make_unique<Rank>(config, *runtime.weights(), runtime.kv_format(),
+                                            runtime.attention(), runtime.pools(), nullptr));
+    return;
+  }
+  group_ = std::make_unique<HostCommGroup>(tensor_parallel);
+  const RuntimeOptions& o = runtime.options();
+  PluginRegistry& registry = runtime.registry();
+  const KvPools& pools0 = runtime.pools();
+  for (int r = 0; r < tensor_parallel; ++r) {
+    shards_.push_back(std::make_shared<const dsv4::ModelWeights>(
+        shard_model_weights(config, *runtime.weights(), r, tensor_parallel)));
+    if (r == 0) {
+      ranks_.push_back(std::make_unique<Rank>(config, *shards_[0], runtime.kv_format(),
+                                              runtime.attention(), runtime.pools(),
+                                              &group_->communicator(0)));
+      continue;
+    }
+    auto res = std::make_unique<RankResources>();
+    res->kv_format = std::make_unique<KvFormat>(
+        registry.create(registry.find(TS_KIND_KV_CACHE, o.kv_plugin), o.kv_options_json, kCpu),
+        static_cast<int32_t>(config.head_dim), static_cast<int32_t>(config.rope_dim),
+        static_cast<int32_t>(config.index_head_dim), static_cast<int32_t>(o.page_size));
+    res->attention = registry.create(registry.find(TS_KIND_ATTENTION, o.attention_plugin),
+                                     o.attention_options_json, kCpu);
+    res->pools = std::make_unique<KvPools>(
+        KvPools{PagePool(pools0.main.page_bytes(), pools0.main.entries_per_page(),
+                         pools0.main.total_pages()),
+                PagePool(pools0.indexer.page_bytes(), pools0.indexer.entries_per_page(),
+                         pools0.indexer.total_pages())});
+    ranks_.push_back(std::make_unique<Rank>(config, *shards_[static_cast<size_t>(r)],
+                                            *res->kv_format, res->attention, *res->pools,
+                                            &group_->communicator(r)));
+    resources_.push_back(std::move(res));
+  }
+  for (int r = 1; r < tensor_parallel; ++r) workers_.emplace_back([this, r] { worker_loop(r); });
+  spdlog::info("executor: tensor_parallel = {} CPU ranks, {} BLAS thread(s) per rank",
+               tensor_parallel, openblas_get_num_threads());
+}
+
+Executor::~Executor() {
+  if (!workers_.empty()) {
+    try {
+      if (!group_->aborted()) {
+        StepPlan stop;
+        stop.shutdown = true;
+        broadcast_plan(stop);
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("executor: shutdown: {}", e.what());
+    }
+    for (std::thread& t : workers_) t.join();
+  }
+  ranks_.clear();  // sequences and snapshots release their pages before the pools go
+}
+
+void Executor::apply(const CacheOp& op) {
+  ranks_.front()->apply(op);
+  if (ranks_.size() > 1) queued_ops_.push_back(op);
+}
+
+void Executor::broadcast_plan(const StepPlan& plan) {
+  Communicator& comm = group_->communicator(0);
+  std::vector<uint8_t> bytes = serialize_plan(plan);
+  uint64_t n = bytes.size();
+  comm.broadcast(&n, sizeof n, 0);
+  comm.broadcast(bytes.data(), bytes.size(), 0);
+}
+
+dsv4::Logits Executor::step(const std::vector<PlannedChunk>& chunks) {
+  if (ranks_.size() == 1) return ranks_.front()->forward(chunks);
+  try {
+    StepPlan plan;
+    plan.ops = std::move(queued_ops_);
+    queued_ops_.clear();
+    plan.chunks = chunks;
+    broadcast_plan(plan);
+    return ranks_.front()->forward(chunks);
+  } catch (const std::exception& e) {
+    group_->abort(std::string("rank 0: ") + e.what());
+    throw;
+  }
+}
+
+void Executor::worker_loop(int rank) {
+  Communicator& comm = group_->communicator(rank);
+  Rank& self = *ranks_[static_cast<size_t>(rank)];
+  try {
+    for (;;) {
+      uint64_t n = 0;
+      comm.broadcast(&n, sizeof n, 0);
+      std::vector<uint8_t> bytes(n);
+      comm.broadcast(bytes.data(), bytes.size(), 0);
+      const StepPlan plan = deserialize_plan(bytes);
+      if (plan.shutdown) return;
+      for (const CacheOp& op : plan.ops) self.apply(op);
+      if (!plan.chunks.empty()) self.forward(plan.chunks);
+    }
+  } catch (const std::exception& e) {
+    if (!group_->aborted()) spdlog::error("executor: rank {} failed: {}", rank, e.what());
+    group_->abort("rank " + std::to_string(rank) + ": " + e.what());
+  }
+}
+
+}  // namespace tessera

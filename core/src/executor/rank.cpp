@@ -1,0 +1,64 @@
+#include "executor/rank.hpp"
+
+#include "util/check.hpp"
+
+namespace tessera {
+
+Rank::Rank(const dsv4::ModelConfig& config, const dsv4::ModelWeights& weights,
+           const KvFormat& kv_format, const PluginInstance& attention, KvPools& pools,
+           Communicator* comm)
+    : config_(config), pools_(pools), model_(config, weights, kv_format, attention, pools, comm) {}
+
+void Rank::apply(const CacheOp& op) {
+  switch (op.kind) {
+    case CacheOpKind::kCreate:
+      TS_CHECK(!has_sequence(op.sequence), "sequence {} created twice", op.sequence);
+      sequences_.emplace(op.sequence, std::make_unique<SequenceKv>(config_, pools_));
+      return;
+    case CacheOpKind::kRestore: {
+      TS_CHECK(!has_sequence(op.sequence), "sequence {} created twice", op.sequence);
+      const auto it = snapshots_.find(op.snapshot);
+      TS_CHECK(it != snapshots_.end(), "restore of sequence {} from unknown snapshot {}",
+               op.sequence, op.snapshot);
+      sequences_.emplace(op.sequence, std::make_unique<SequenceKv>(config_, pools_, it->second));
+      return;
+    }
+    case CacheOpKind::kFree:
+      TS_CHECK(sequences_.erase(op.sequence) == 1, "free of unknown sequence {}", op.sequence);
+      return;
+    case CacheOpKind::kDropSnapshot:
+      TS_CHECK(snapshots_.erase(op.snapshot) == 1, "drop of unknown snapshot {}", op.snapshot);
+      return;
+  }
+  TS_CHECK(false, "unknown cache op {}", static_cast<int>(op.kind));
+}
+
+const SequenceKv& Rank::sequence(uint64_t id) const {
+  const auto it = sequences_.find(id);
+  TS_CHECK(it != sequences_.end(), "unknown sequence {}", id);
+  return *it->second;
+}
+
+dsv4::Logits Rank::forward(const std::vector<PlannedChunk>& chunks) {
+  dsv4::ForwardBatch batch;
+  batch.chunks.reserve(chunks.size());
+  for (const PlannedChunk& c : chunks) {
+    const auto it = sequences_.find(c.sequence);
+    TS_CHECK(it != sequences_.end(), "forward of unknown sequence {}", c.sequence);
+    for (const SnapshotPoint& s : c.snapshots) it->second->request_snapshot(s.length);
+    batch.chunks.push_back({it->second.get(), std::span<const int32_t>(c.tokens), false});
+  }
+  dsv4::Logits logits = model_.forward(batch);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].snapshots.empty()) continue;
+    std::vector<PrefixSnapshot> made = batch.chunks[i].kv->take_snapshots();
+    TS_CHECK_EQ(made.size(), chunks[i].snapshots.size(), "prefix snapshots made");
+    for (size_t k = 0; k < made.size(); ++k) {
+      TS_CHECK_EQ(made[k].length(), chunks[i].snapshots[k].length, "prefix snapshot length");
+      snapshots_.emplace(chunks[i].snapshots[k].snapshot, std::move(made[k]));
+    }
+  }
+  return logits;
+}
+
+}  // namespace tessera

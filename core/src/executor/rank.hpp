@@ -1,0 +1,47 @@
+// One tensor-parallel rank: its model (a weight shard), its kv-cache format and attention plugin
+// instances, its page pools, the SequenceKv of every live sequence and the prefix snapshots. Every
+// rank holds the whole latent cache of its sequences (the kv head is replicated).
+// Thread-safety: used only by its rank's thread (rank 0: the engine loop; docs/engine.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "executor/communicator.hpp"
+#include "executor/step_plan.hpp"
+#include "kv/kv_format.hpp"
+#include "kv/prefix_snapshot.hpp"
+#include "kv/sequence_kv.hpp"
+#include "model/dsv4_model.hpp"
+
+namespace tessera {
+
+class Rank {
+ public:
+  // All references must outlive the rank; `comm` may be null for a single rank.
+  Rank(const dsv4::ModelConfig& config, const dsv4::ModelWeights& weights,
+       const KvFormat& kv_format, const PluginInstance& attention, KvPools& pools,
+       Communicator* comm);
+
+  void apply(const CacheOp& op);
+  // Runs the chunks (their sequences must exist), stores the snapshots they ask for.
+  dsv4::Logits forward(const std::vector<PlannedChunk>& chunks);
+
+  const SequenceKv& sequence(uint64_t id) const;
+  bool has_sequence(uint64_t id) const { return sequences_.count(id) != 0; }
+  bool has_snapshot(uint64_t id) const { return snapshots_.count(id) != 0; }
+  size_t sequences() const { return sequences_.size(); }
+  size_t snapshots() const { return snapshots_.size(); }
+  const KvPools& pools() const { return pools_; }
+
+ private:
+  const dsv4::ModelConfig& config_;
+  KvPools& pools_;
+  dsv4::Model model_;
+  std::unordered_map<uint64_t, std::unique_ptr<SequenceKv>> sequences_;
+  std::unordered_map<uint64_t, PrefixSnapshot> snapshots_;
+};
+
+}  // namespace tessera

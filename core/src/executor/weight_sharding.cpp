@@ -1,0 +1,110 @@
+#include "executor/weight_sharding.hpp"
+
+#include <algorithm>
+
+#include "util/check.hpp"
+
+namespace tessera {
+
+namespace {
+
+using dsv4::Tensor;
+
+// Rows [begin, begin + count) of a [rows, ...] tensor.
+Tensor slice_rows(const Tensor& t, int64_t begin, int64_t count) {
+  TS_CHECK(!t.shape.empty() && begin + count <= t.shape[0], "row slice {}+{} of {} rows", begin,
+           count, t.shape.empty() ? 0 : t.shape[0]);
+  const int64_t row = t.numel() / t.shape[0];
+  Tensor s;
+  s.shape = t.shape;
+  s.shape[0] = count;
+  s.data.assign(t.data.begin() + begin * row, t.data.begin() + (begin + count) * row);
+  return s;
+}
+
+// Columns [begin, begin + count) of a [rows, cols] tensor.
+Tensor slice_columns(const Tensor& t, int64_t begin, int64_t count) {
+  TS_CHECK(t.shape.size() == 2 && begin + count <= t.shape[1], "column slice {}+{} of {}", begin,
+           count, t.shape.size() == 2 ? t.shape[1] : 0);
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  Tensor s;
+  s.shape = {rows, count};
+  s.data.resize(static_cast<size_t>(rows * count));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(t.data.begin() + r * cols + begin, count, s.data.begin() + r * count);
+  return s;
+}
+
+dsv4::Expert shard_expert(const dsv4::Expert& e, int rank, int ranks) {
+  const int64_t inter = e.w1.shape[0], share = inter / ranks, begin = rank * share;
+  dsv4::Expert s;
+  s.w1 = slice_rows(e.w1, begin, share);
+  s.w3 = slice_rows(e.w3, begin, share);
+  s.w2 = slice_columns(e.w2, begin, share);
+  return s;
+}
+
+void require_divisible(int64_t value, int ranks, const char* what) {
+  TS_CHECK(value % ranks == 0,
+           "tensor_parallel = {} does not divide {} ({}); choose a divisor of it", ranks, what,
+           value);
+}
+
+}  // namespace
+
+void check_tensor_parallel(const dsv4::ModelConfig& config, int ranks) {
+  TS_CHECK(ranks >= 1, "tensor_parallel must be at least 1, got {}", ranks);
+  require_divisible(config.num_heads, ranks, "num_attention_heads");
+  require_divisible(config.o_groups, ranks, "o_groups");
+  require_divisible(config.vocab_size, ranks, "vocab_size");
+  require_divisible(config.moe_intermediate_size, ranks, "moe_intermediate_size");
+}
+
+dsv4::ModelWeights shard_model_weights(const dsv4::ModelConfig& config,
+                                       const dsv4::ModelWeights& full, int rank, int ranks) {
+  check_tensor_parallel(config, ranks);
+  TS_CHECK(rank >= 0 && rank < ranks, "rank {} of {}", rank, ranks);
+  const int64_t Dh = config.head_dim, OL = config.o_lora_rank;
+  const int64_t heads = config.num_heads / ranks, h0 = rank * heads;
+  const int64_t groups = config.o_groups / ranks, g0 = rank * groups;
+  const int64_t vocab = config.vocab_size / ranks;
+
+  dsv4::ModelWeights s;
+  s.embed = full.embed;
+  s.head = slice_rows(full.head, rank * vocab, vocab);
+  s.norm = full.norm;
+  s.hc_head_fn = full.hc_head_fn;
+  s.hc_head_base = full.hc_head_base;
+  s.hc_head_scale = full.hc_head_scale;
+  s.layers.reserve(full.layers.size());
+  for (const dsv4::Layer& layer : full.layers) {
+    dsv4::Layer l;
+    l.attn_norm = layer.attn_norm;
+    l.ffn_norm = layer.ffn_norm;
+    l.hc_attn = layer.hc_attn;
+    l.hc_ffn = layer.hc_ffn;
+    const dsv4::Attention& a = layer.attn;
+    l.attn.attn_sink = slice_rows(a.attn_sink, h0, heads);
+    l.attn.wq_a = a.wq_a;
+    l.attn.q_norm = a.q_norm;
+    l.attn.wq_b = slice_rows(a.wq_b, h0 * Dh, heads * Dh);
+    l.attn.wkv = a.wkv;
+    l.attn.kv_norm = a.kv_norm;
+    l.attn.wo_a = slice_rows(a.wo_a, g0 * OL, groups * OL);
+    l.attn.wo_b = slice_columns(a.wo_b, g0 * OL, groups * OL);
+    l.attn.compressor = a.compressor;
+    l.attn.indexer = a.indexer;
+    const dsv4::Moe& m = layer.ffn;
+    l.ffn.gate = m.gate;
+    l.ffn.bias = m.bias;
+    l.ffn.tid2eid = m.tid2eid;
+    require_divisible(m.shared.w1.shape[0], ranks, "the shared expert's intermediate size");
+    l.ffn.shared = shard_expert(m.shared, rank, ranks);
+    l.ffn.experts.reserve(m.experts.size());
+    for (const dsv4::Expert& e : m.experts) l.ffn.experts.push_back(shard_expert(e, rank, ranks));
+    s.layers.push_back(std::move(l));
+  }
+  return s;
+}
+
+}  // namespace tessera

@@ -1,0 +1,22 @@
+// Tensor-parallel split of DeepSeek-V4 weights (ARCHITECTURE.md "Executor", docs/engine.md):
+//   sharded:    query heads (wq_b rows, attn_sink), the grouped wo_a (whole groups), wo_b (the
+//               matching input columns), every expert and the shared expert along the
+//               intermediate dimension (w1/w3 rows, w2 columns), the vocabulary head (rows);
+//   replicated: embedding, wq_a, q_norm, wkv, kv_norm, compressors, indexer, router (gate, bias,
+//               tid2eid), mHC weights, norms.
+// The model all-reduces after wo_b and after the MoE, and all-gathers the vocabulary shards.
+#pragma once
+
+#include "model/dsv4_config.hpp"
+#include "model/dsv4_weights.hpp"
+
+namespace tessera {
+
+// Throws tessera::Error naming the dimension that `ranks` does not divide.
+void check_tensor_parallel(const dsv4::ModelConfig& config, int ranks);
+
+// Rank `rank`'s share of `full` (a copy; replicated tensors are copied whole).
+dsv4::ModelWeights shard_model_weights(const dsv4::ModelConfig& config,
+                                       const dsv4::ModelWeights& full, int rank, int ranks);
+
+}  // namespace tessera

@@ -1,0 +1,191 @@
+// Stops: the stop-string matcher on its own (matches across pieces, holds back possible
+// beginnings, never leaks), then through the engine: EOS, stop token ids, stop strings spelled
+// across token boundaries, max_tokens, the context limit and over-long prompts.
+#include <gtest/gtest.h>
+
+#include "engine/stop_matcher.hpp"
+#include "engine_harness.hpp"
+
+namespace tessera {
+namespace {
+
+using engine::StopMatcher;
+using engine_test::Output;
+
+// Feeds pieces; returns (emitted text, matched stop index or -1).
+std::pair<std::string, int> feed(StopMatcher& m, const std::vector<std::string>& pieces) {
+  std::string out;
+  for (const auto& p : pieces) {
+    const auto r = m.push(p);
+    out += r.text;
+    if (r.matched) return {out, static_cast<int>(*r.matched)};
+  }
+  out += m.flush();
+  return {out, -1};
+}
+
+TEST(StopMatcher, MatchesAcrossPiecesAndNeverLeaks) {
+  StopMatcher m({"STOP"});
+  std::string emitted;
+  auto r = m.push("abc S");
+  emitted += r.text;
+  EXPECT_EQ(r.text, "abc ");  // "S" may begin the stop string: held
+  r = m.push("TO");
+  emitted += r.text;
+  EXPECT_EQ(r.text, "");
+  EXPECT_EQ(m.held_bytes(), 3u);
+  r = m.push("Px");
+  emitted += r.text;
+  ASSERT_TRUE(r.matched);
+  EXPECT_EQ(emitted, "abc ");
+}
+
+TEST(StopMatcher, ReleasesHeldTextWhenItCannotMatch) {
+  StopMatcher m({"STOP"});
+  EXPECT_EQ(feed(m, {"ST", "OX", "yz"}), std::make_pair(std::string("STOXyz"), -1));
+  StopMatcher tail({"STOP"});
+  EXPECT_EQ(feed(tail, {"a", "STO"}), std::make_pair(std::string("aSTO"), -1));  // flushed at end
+}
+
+TEST(StopMatcher, EarliestOfSeveralStopsWins) {
+  StopMatcher m({"world", "lo w"});
+  EXPECT_EQ(feed(m, {"hel", "lo wor", "ld"}), std::make_pair(std::string("hel"), 1));
+  StopMatcher overlap({"aab"});
+  EXPECT_EQ(feed(overlap, {"a", "a", "a", "b"}), std::make_pair(std::string("a"), 0));
+}
+
+TEST(StopMatcher, MultibyteStopStrings) {
+  StopMatcher m({"\xE2\x82\xAC!"});  // "€!"
+  EXPECT_EQ(feed(m, {"5 \xE2\x82\xAC", "!"}), std::make_pair(std::string("5 "), 0));
+}
+
+class EngineStops : public ::testing::Test {
+ protected:
+  EngineStops() : rt_(engine_test::runtime_options()) {}
+  engine::Engine make(engine::EngineOptions o = engine_test::engine_options()) {
+    return engine::Engine(rt_, o, &engine_test::test_tokenizer());
+  }
+  Runtime rt_;
+};
+
+TEST_F(EngineStops, StopTokenIdEndsWithTheTokenAndReason) {
+  auto e = make();
+  const auto prompt = engine_test::make_prompt(3, 30);
+  const auto free_run = engine_test::run_all(e, {engine_test::greedy(prompt, 20)})[0];
+  ASSERT_EQ(free_run.tokens.size(), 20u);
+  const int32_t stop_id = free_run.tokens[7];
+  const auto first = std::find(free_run.tokens.begin(), free_run.tokens.end(), stop_id);
+  auto r = engine_test::greedy(prompt, 20);
+  r.stop_token_ids = {stop_id};
+  const auto out = engine_test::run_all(e, {r})[0];
+  const std::vector<int32_t> expected(free_run.tokens.begin(), first + 1);
+  EXPECT_EQ(out.tokens, expected);
+  EXPECT_EQ(*out.finish, engine::FinishReason::kStop);
+  EXPECT_EQ(out.stop_token, stop_id);
+  EXPECT_EQ(out.usage.completion_tokens, static_cast<int64_t>(expected.size()));
+}
+
+TEST_F(EngineStops, EosStopsUnlessIgnored) {
+  auto e = make();
+  // Find prompts whose free-running greedy output contains EOS (id 1 in tiny-a): 64 prompts of
+  // 40 tokens give ~2500 draws over a 512-token vocabulary.
+  std::vector<engine::Request> probes;
+  for (uint64_t seed = 0; seed < 64; ++seed)
+    probes.push_back(engine_test::greedy(engine_test::make_prompt(1000 + seed, 12), 40));
+  const auto free_runs = engine_test::run_all(e, probes);
+  int checked = 0;
+  for (size_t i = 0; i < probes.size() && checked < 2; ++i) {
+    const auto& t = free_runs[i].tokens;
+    const auto eos = std::find(t.begin(), t.end(), 1);
+    if (eos == t.end()) continue;
+    auto r = probes[i];
+    r.ignore_eos = false;
+    const auto out = engine_test::run_all(e, {r})[0];
+    EXPECT_EQ(out.tokens, std::vector<int32_t>(t.begin(), eos + 1));
+    EXPECT_EQ(*out.finish, engine::FinishReason::kStop);
+    EXPECT_EQ(out.stop_token, 1);
+    ++checked;
+  }
+  EXPECT_GE(checked, 1) << "no probe produced EOS";
+}
+
+TEST_F(EngineStops, StopStringAcrossTokenBoundaryIsNeverLeaked) {
+  auto e = make();
+  const auto& tok = engine_test::test_tokenizer();
+  int tested = 0;
+  for (uint64_t seed = 10; seed < 60 && tested < 3; ++seed) {
+    const auto prompt = engine_test::make_prompt(seed, 20);
+    const auto free_run = engine_test::run_all(e, {engine_test::greedy(prompt, 24)})[0];
+    // Find two consecutive tokens, each at least two bytes of plain ASCII text.
+    for (size_t i = 4; i + 1 < free_run.tokens.size(); ++i) {
+      const std::string a(tok.token_bytes(free_run.tokens[i]));
+      const std::string b(tok.token_bytes(free_run.tokens[i + 1]));
+      auto ascii = [](const std::string& s) {
+        return s.size() >= 2 &&
+               std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x21 && c < 0x7f; });
+      };
+      if (!ascii(a) || !ascii(b)) continue;
+      const std::string stop = a.substr(a.size() - 1) + b.substr(0, 1);  // spans the boundary
+      const size_t at = free_run.text.find(stop);
+      ASSERT_NE(at, std::string::npos);
+      auto r = engine_test::greedy(prompt, 24);
+      r.stop = {stop};
+      Output out;
+      {
+        engine_test::Collector c;
+        std::vector<std::string> pieces;
+        const uint64_t id = e.submit(r, [&](const engine::Event& ev) {
+          pieces.push_back(ev.text);
+          c.callback()(ev);
+        });
+        c.wait(1);
+        out = c.get(id);
+        for (const auto& p : pieces) EXPECT_EQ(p.find(stop), std::string::npos);
+      }
+      EXPECT_EQ(out.text, free_run.text.substr(0, at)) << "stop `" << stop << "`";
+      EXPECT_EQ(out.text.find(stop), std::string::npos);
+      EXPECT_EQ(*out.finish, engine::FinishReason::kStop);
+      EXPECT_EQ(out.stop_string, stop);
+      ++tested;
+      break;
+    }
+  }
+  EXPECT_GE(tested, 1) << "no prompt produced two consecutive ASCII tokens";
+}
+
+TEST_F(EngineStops, MaxTokensAndContextLimit) {
+  engine::EngineOptions o = engine_test::engine_options();
+  o.max_context = 64;
+  auto e = make(o);
+  const auto short_out =
+      engine_test::run_all(e, {engine_test::greedy(engine_test::make_prompt(5, 20), 9)})[0];
+  EXPECT_EQ(short_out.tokens.size(), 9u);
+  EXPECT_EQ(*short_out.finish, engine::FinishReason::kLength);
+  // 50 prompt tokens + at most 14 more under a 64-token context.
+  const auto long_out =
+      engine_test::run_all(e, {engine_test::greedy(engine_test::make_prompt(6, 50), 100)})[0];
+  EXPECT_EQ(long_out.tokens.size(), 14u);
+  EXPECT_EQ(*long_out.finish, engine::FinishReason::kLength);
+}
+
+TEST_F(EngineStops, OverLongPromptIsRefusedBeforeAnyAllocation) {
+  engine::EngineOptions o = engine_test::engine_options();
+  o.max_context = 64;
+  auto e = make(o);
+  const auto before = e.stats();
+  try {
+    e.submit(engine_test::greedy(engine_test::make_prompt(7, 64), 4),
+             [](const engine::Event&) { ADD_FAILURE() << "event for a refused request"; });
+    FAIL() << "accepted a 64-token prompt under a 64-token context";
+  } catch (const engine::RequestError& err) {
+    EXPECT_EQ(err.kind(), engine::RequestError::Kind::kTooLong);
+    EXPECT_NE(std::string(err.what()).find("64"), std::string::npos) << err.what();
+  }
+  const auto after = e.stats();
+  EXPECT_EQ(after.in_flight, 0);
+  EXPECT_EQ(after.main_pages_free, before.main_pages_free);
+  EXPECT_EQ(after.steps, before.steps);
+}
+
+}  // namespace
+}  // namespace tessera
