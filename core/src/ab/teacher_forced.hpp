@@ -1,0 +1,24 @@
+// Teacher-forced scoring: both arms read the same token sequence (a prompt and a continuation —
+// in `tessera ab`, arm A's own output) and every position's next-token distributions are
+// compared (divergence.hpp). Each arm runs the serving path: the prompt in one prefill (logits
+// for every prompt token), then the continuation one decode step at a time, so cache formats and
+// attention kernels are exercised exactly as during generation.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ab/divergence.hpp"
+#include "runtime/runtime.hpp"
+
+namespace tessera::ab {
+
+// Row r of the result compares the logits after tokens [0, r] of prompt ++ continuation, which
+// predict token r + 1; the last row predicts what follows the continuation (chosen = -1).
+// Size: prompt.size() + continuation.size(). Both runtimes need the same vocabulary.
+std::vector<PositionDivergence> score_teacher_forced(Runtime& a, Runtime& b,
+                                                     std::span<const int32_t> prompt,
+                                                     std::span<const int32_t> continuation);
+
+}  // namespace tessera::ab
