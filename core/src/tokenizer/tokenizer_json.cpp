@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "tokenizer/json_field.hpp"
 #include "util/check.hpp"
 
 namespace tessera::tokenizer {
@@ -15,98 +16,11 @@ namespace {
 
 using nlohmann::json;
 
-// A JSON value and where it sits in the file, so every error names the field.
-class Field {
- public:
-  Field(const json& value, std::string path, std::string_view origin)
-      : value_(&value), path_(std::move(path)), origin_(origin) {}
-
-  [[noreturn]] void fail(std::string_view what) const {
-    if (path_.empty()) {
-      throw Error(fmt::format("{}: {}", origin_, what));
-    }
-    throw Error(fmt::format("{}: {}: {}", origin_, path_, what));
-  }
-  const json& raw() const { return *value_; }
-  const std::string& path() const { return path_; }
-  bool is_null() const { return value_->is_null(); }
-
-  std::optional<Field> find(std::string_view key) const {
-    expect_object();
-    auto it = value_->find(std::string(key));
-    if (it == value_->end()) {
-      return std::nullopt;
-    }
-    return Field(*it, child_path(key), origin_);
-  }
-  Field at(std::string_view key) const {
-    auto f = find(key);
-    if (!f) {
-      fail(fmt::format("missing key \"{}\"", key));
-    }
-    return *f;
-  }
-  Field at(std::size_t index) const {
-    return Field((*value_)[index], fmt::format("{}[{}]", path_, index), origin_);
-  }
-  std::size_t size() const { return value_->size(); }
-
-  void expect_object() const {
-    if (!value_->is_object()) {
-      fail(fmt::format("expected an object, got {}", value_->type_name()));
-    }
-  }
-  void expect_array() const {
-    if (!value_->is_array()) {
-      fail(fmt::format("expected an array, got {}", value_->type_name()));
-    }
-  }
-  std::string string() const {
-    if (!value_->is_string()) {
-      fail(fmt::format("expected a string, got {}", value_->type_name()));
-    }
-    return value_->get<std::string>();
-  }
-  bool boolean() const {
-    if (!value_->is_boolean()) {
-      fail(fmt::format("expected true/false, got {}", value_->type_name()));
-    }
-    return value_->get<bool>();
-  }
-  int64_t integer() const {
-    if (!value_->is_number_integer()) {
-      fail(fmt::format("expected an integer, got {}", value_->type_name()));
-    }
-    return value_->get<int64_t>();
-  }
-  // Optional members: absent and null read as the default.
-  bool boolean_or(std::string_view key, bool fallback) const {
-    auto f = find(key);
-    return f && !f->is_null() ? f->boolean() : fallback;
-  }
-  std::optional<std::string> string_or_null(std::string_view key) const {
-    auto f = find(key);
-    if (!f || f->is_null()) {
-      return std::nullopt;
-    }
-    return f->string();
-  }
-  std::string type() const { return at("type").string(); }
-
- private:
-  std::string child_path(std::string_view key) const {
-    return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
-  }
-  const json* value_;
-  std::string path_;
-  std::string_view origin_;
-};
-
 // Token ids index dense tables; a file may leave holes, but not so many that a tiny hostile file
 // could make us allocate gigabytes.
 constexpr int64_t kMaxIdSlack = 1 << 16;
 
-SplitBehavior parse_behavior(const Field& f) {
+SplitBehavior parse_behavior(const JsonField& f) {
   static const std::map<std::string, SplitBehavior, std::less<>> kBehaviors = {
       {"Removed", SplitBehavior::kRemoved},
       {"Isolated", SplitBehavior::kIsolated},
@@ -124,7 +38,7 @@ SplitBehavior parse_behavior(const Field& f) {
   return it->second;
 }
 
-std::string parse_split_pattern(const Field& f) {
+std::string parse_split_pattern(const JsonField& f) {
   f.expect_object();
   if (auto regex = f.find("Regex")) {
     return regex->string();
@@ -135,10 +49,10 @@ std::string parse_split_pattern(const Field& f) {
   f.fail("expected {\"Regex\": ...} or {\"String\": ...}");
 }
 
-void parse_pre_tokenizer_step(const Field& f, bool is_last, PreTokenizer& out) {
+void parse_pre_tokenizer_step(const JsonField& f, bool is_last, PreTokenizer& out) {
   const std::string type = f.type();
   if (type == "Split") {
-    const Field pattern_field = f.at("pattern");
+    const JsonField pattern_field = f.at("pattern");
     const std::string pattern = parse_split_pattern(pattern_field);
     std::optional<UnicodeRegex> regex;
     try {
@@ -159,7 +73,7 @@ void parse_pre_tokenizer_step(const Field& f, bool is_last, PreTokenizer& out) {
   }
 }
 
-PreTokenizer parse_pre_tokenizer(const Field& root) {
+PreTokenizer parse_pre_tokenizer(const JsonField& root) {
   PreTokenizer out;
   auto f = root.find("pre_tokenizer");
   if (!f || f->is_null()) {
@@ -169,7 +83,7 @@ PreTokenizer parse_pre_tokenizer(const Field& root) {
     parse_pre_tokenizer_step(*f, true, out);
     return out;
   }
-  const Field steps = f->at("pretokenizers");
+  const JsonField steps = f->at("pretokenizers");
   steps.expect_array();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     parse_pre_tokenizer_step(steps.at(i), i + 1 == steps.size(), out);
@@ -177,13 +91,13 @@ PreTokenizer parse_pre_tokenizer(const Field& root) {
   return out;
 }
 
-void check_normalizer(const Field& root) {
+void check_normalizer(const JsonField& root) {
   auto f = root.find("normalizer");
   if (!f || f->is_null()) {
     return;
   }
   if (f->type() == "Sequence") {
-    const Field list = f->at("normalizers");
+    const JsonField list = f->at("normalizers");
     list.expect_array();
     if (list.size() == 0) {
       return;
@@ -192,14 +106,14 @@ void check_normalizer(const Field& root) {
   f->fail("only a null normalizer is supported (DeepSeek tokenizers have none)");
 }
 
-void check_decoder(const Field& root) {
-  const Field f = root.at("decoder");
+void check_decoder(const JsonField& root) {
+  const JsonField f = root.at("decoder");
   if (f.is_null() || f.type() != "ByteLevel") {
     f.fail("only the ByteLevel decoder is supported");
   }
 }
 
-std::vector<AddedToken> parse_added_tokens(const Field& root) {
+std::vector<AddedToken> parse_added_tokens(const JsonField& root) {
   std::vector<AddedToken> tokens;
   auto f = root.find("added_tokens");
   if (!f || f->is_null()) {
@@ -207,7 +121,7 @@ std::vector<AddedToken> parse_added_tokens(const Field& root) {
   }
   f->expect_array();
   for (std::size_t i = 0; i < f->size(); ++i) {
-    const Field t = f->at(i);
+    const JsonField t = f->at(i);
     AddedToken token;
     const int64_t id = t.at("id").integer();
     if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
@@ -228,7 +142,7 @@ std::vector<AddedToken> parse_added_tokens(const Field& root) {
   return tokens;
 }
 
-std::pair<std::string, std::string> parse_merge(const Field& m) {
+std::pair<std::string, std::string> parse_merge(const JsonField& m) {
   if (m.raw().is_string()) {
     const std::string line = m.string();
     const auto space = line.find(' ');
@@ -244,8 +158,8 @@ std::pair<std::string, std::string> parse_merge(const Field& m) {
   return {m.at(std::size_t{0}).string(), m.at(std::size_t{1}).string()};
 }
 
-BpeModel parse_model(const Field& root, bool byte_level, const std::vector<AddedToken>& added) {
-  const Field f = root.at("model");
+BpeModel parse_model(const JsonField& root, bool byte_level, const std::vector<AddedToken>& added) {
+  const JsonField f = root.at("model");
   f.expect_object();
   if (auto type = f.find("type"); type && type->string() != "BPE") {
     type->fail(fmt::format("unsupported model '{}' (only BPE)", type->string()));
@@ -261,7 +175,7 @@ BpeModel parse_model(const Field& root, bool byte_level, const std::vector<Added
     }
   }
 
-  const Field vocab_field = f.at("vocab");
+  const JsonField vocab_field = f.at("vocab");
   vocab_field.expect_object();
   const int64_t max_id = static_cast<int64_t>(vocab_field.size() + added.size()) + kMaxIdSlack;
   std::unordered_map<std::string, int32_t> vocab;
@@ -289,7 +203,7 @@ BpeModel parse_model(const Field& root, bool byte_level, const std::vector<Added
   }
 
   std::vector<std::pair<std::string, std::string>> merges;
-  const Field merges_field = f.at("merges");
+  const JsonField merges_field = f.at("merges");
   merges_field.expect_array();
   merges.reserve(merges_field.size());
   for (std::size_t i = 0; i < merges_field.size(); ++i) {
@@ -309,15 +223,15 @@ BpeModel parse_model(const Field& root, bool byte_level, const std::vector<Added
   }
 }
 
-PostProcessor parse_post_processor(const Field& root) {
+PostProcessor parse_post_processor(const JsonField& root) {
   PostProcessor out;
   auto f = root.find("post_processor");
   if (!f || f->is_null()) {
     return out;
   }
-  std::vector<Field> steps;
+  std::vector<JsonField> steps;
   if (f->type() == "Sequence") {
-    const Field list = f->at("processors");
+    const JsonField list = f->at("processors");
     list.expect_array();
     for (std::size_t i = 0; i < list.size(); ++i) {
       steps.push_back(list.at(i));
@@ -325,7 +239,7 @@ PostProcessor parse_post_processor(const Field& root) {
   } else {
     steps.push_back(*f);
   }
-  for (const Field& step : steps) {
+  for (const JsonField& step : steps) {
     const std::string type = step.type();
     if (type == "ByteLevel") {
       continue;  // offsets only
@@ -334,13 +248,13 @@ PostProcessor parse_post_processor(const Field& root) {
       step.at("type").fail(fmt::format(
           "unsupported post-processor '{}' (TemplateProcessing, ByteLevel, Sequence)", type));
     }
-    const Field special = step.at("special_tokens");
+    const JsonField special = step.at("special_tokens");
     special.expect_object();
-    const Field single = step.at("single");
+    const JsonField single = step.at("single");
     single.expect_array();
     std::vector<PostProcessor::Piece> pieces;
     for (std::size_t i = 0; i < single.size(); ++i) {
-      const Field piece = single.at(i);
+      const JsonField piece = single.at(i);
       if (auto seq = piece.find("Sequence")) {
         const std::string which = seq->at("id").string();
         if (which != "A") {
@@ -353,7 +267,7 @@ PostProcessor parse_post_processor(const Field& root) {
         if (!entry) {
           tok->fail(fmt::format("special token '{}' is not in special_tokens", name));
         }
-        const Field ids = entry->at("ids");
+        const JsonField ids = entry->at("ids");
         ids.expect_array();
         PostProcessor::Piece p;
         for (std::size_t k = 0; k < ids.size(); ++k) {
@@ -382,7 +296,7 @@ TokenizerParts parse_tokenizer_json(std::string_view json_text, std::string_view
   } catch (const json::exception& e) {
     throw Error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
   }
-  const Field root(document, "", origin);
+  const JsonField root(document, "", origin);
   if (!document.is_object()) {
     throw Error(
         fmt::format("{}: expected a JSON object at the top, got {}", origin, document.type_name()));
