@@ -241,7 +241,7 @@ TEST(ConfigDefaults, AppliedWhenOnlyTheModelPathIsGiven) {
   EXPECT_TRUE(c.scheduler.prefix_cache);
   EXPECT_EQ(c.scheduler.chunked_prefill_size, 2048);
   EXPECT_EQ(c.limits.max_body_bytes, 8 << 20);
-  EXPECT_EQ(c.generation.repetition_guard.mode, "warn");
+  EXPECT_EQ(c.generation.repetition_guard.mode, "stop");
   EXPECT_TRUE(c.plugins.search_path.empty());
   EXPECT_EQ(c.log.level, "info");
 }

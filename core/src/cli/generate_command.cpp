@@ -1,6 +1,7 @@
 // tessera generate: one prompt through the configured model and plugins, text streamed to stdout,
 // one summary line on stderr (finish reason, token counts, speed).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "chat/chat_encoder.hpp"
 #include "cli/commands.hpp"
 #include "config/config.hpp"
+#include "generation/sampling_defaults.hpp"
 #include "runtime/generator.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -25,6 +27,7 @@ struct GenerateArgs {
   std::optional<int64_t> max_tokens;
   std::optional<double> temperature, top_p, min_p;
   std::optional<int64_t> top_k, seed;
+  std::vector<double> temperatures;  // side-by-side runs
 };
 
 ts_sampling_params sampling_from(const SamplingDefaults& d, const GenerateArgs& a) {
@@ -40,9 +43,35 @@ ts_sampling_params sampling_from(const SamplingDefaults& d, const GenerateArgs& 
   return p;
 }
 
+GenerateRequest make_request(const Config& config, const generation::ResolvedDefaults& defaults,
+                             const GenerateArgs& args, std::vector<int32_t> prompt) {
+  GenerateRequest request;
+  request.prompt = std::move(prompt);
+  request.sampling = sampling_from(defaults.values, args);
+  request.max_tokens =
+      args.max_tokens.value_or(defaults.values.max_tokens > 0 ? defaults.values.max_tokens : 256);
+  const RepetitionGuard& guard = config.generation.repetition_guard;
+  request.repetition_mode = guard.mode;
+  if (guard.min_repeats > 0) request.repetition.min_repeats = guard.min_repeats;
+  if (guard.max_ngram > 0) request.repetition.max_ngram = guard.max_ngram;
+  return request;
+}
+
+std::string summary(const GenerateResult& r) {
+  const auto n = static_cast<double>(r.tokens.size());
+  return fmt::format(
+      "finish_reason={} prompt_tokens={} completion_tokens={} repetition_hits={} prefill={:.3f}s "
+      "decode={:.1f} tok/s",
+      r.finish_reason, r.prompt_tokens, r.tokens.size(), r.repetition_hits, r.prefill_seconds,
+      r.decode_seconds > 0 ? n / r.decode_seconds : 0.0);
+}
+
 void run_generate(const GenerateArgs& args) {
   const Config config = load_config_file(args.config_path);
   Runtime runtime(RuntimeOptions::from_config(config));
+  const auto defaults =
+      generation::resolve_sampling_defaults(config.sampler.defaults, runtime.options().model_dir);
+  spdlog::info("{}", defaults.describe());
   const auto tokenizer =
       tokenizer::Tokenizer::from_file(runtime.options().model_dir / "tokenizer.json");
   std::string text = args.prompt;
@@ -52,22 +81,35 @@ void run_generate(const GenerateArgs& args) {
     text = chat::encode_messages(
         chat::Json::array({chat::Json{{"role", "user"}, {"content", args.prompt}}}), options);
   }
-  GenerateRequest request;
-  request.prompt = tokenizer.encode(text);
-  request.sampling = sampling_from(config.sampler.defaults, args);
-  request.max_tokens = args.max_tokens.value_or(
-      config.sampler.defaults.max_tokens > 0 ? config.sampler.defaults.max_tokens : 256);
+  const std::vector<int32_t> prompt = tokenizer.encode(text);
+
+  if (!args.temperatures.empty()) {  // side by side: one run per temperature, same seed
+    std::vector<std::pair<double, GenerateResult>> runs;
+    for (double t : args.temperatures) {
+      GenerateArgs one = args;
+      one.temperature = t;
+      GenerateRequest request = make_request(config, defaults, one, prompt);
+      if (const auto w = generation::greedy_warning(defaults, t); !w.empty()) spdlog::warn("{}", w);
+      runs.emplace_back(t, generate(runtime, tokenizer, request));
+    }
+    for (const auto& [t, r] : runs) {
+      fmt::print(
+          "=== temperature {} | finish_reason {} | {} tokens | repetition guard {} ===\n{}\n\n", t,
+          r.finish_reason, r.tokens.size(),
+          r.repetition_hits > 0 ? fmt::format("FIRED ({} hits)", r.repetition_hits) : "quiet",
+          r.text);
+    }
+    return;
+  }
+  GenerateRequest request = make_request(config, defaults, args, prompt);
+  if (const auto w = generation::greedy_warning(defaults, request.sampling.temperature); !w.empty())
+    spdlog::warn("{}", w);
   const GenerateResult result = generate(runtime, tokenizer, request, [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   });
   std::fputc('\n', stdout);
-  const auto n = static_cast<double>(result.tokens.size());
-  fmt::print(stderr,
-             "finish_reason={} prompt_tokens={} completion_tokens={} prefill={:.3f}s "
-             "decode={:.1f} tok/s\n",
-             result.finish_reason, result.prompt_tokens, result.tokens.size(),
-             result.prefill_seconds, result.decode_seconds > 0 ? n / result.decode_seconds : 0.0);
+  fmt::print(stderr, "{}\n", summary(result));
 }
 
 }  // namespace
@@ -86,6 +128,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k);
   cmd->add_option("--min-p", args->min_p);
   cmd->add_option("--seed", args->seed);
+  cmd->add_option("--temperatures", args->temperatures,
+                  "comma-separated temperatures: one run each, printed side by side")
+      ->delimiter(',');
   cmd->callback([args] { run_generate(*args); });
 }
 

@@ -171,12 +171,13 @@ const std::vector<KeySpec>& keys() {
               "Requests waiting for a slot; beyond it new requests are refused (HTTP 429)."),
       // [generation]
       choice("generation.repetition_guard", "mode",
-             TS_CONFIG_FIELD(generation.repetition_guard.mode), "warn", {"off", "warn", "stop"},
-             "\"warn\" counts degenerate outputs in the metrics and logs them; \"stop\" also "
-             "ends the choice (finish_reason \"repetition\"); \"off\" skips the check."),
+             TS_CONFIG_FIELD(generation.repetition_guard.mode), "stop", {"off", "warn", "stop"},
+             "\"stop\" ends a looping choice (finish_reason \"repetition\"); \"warn\" only "
+             "counts it in the metrics and logs; \"off\" skips the check (docs/generation.md)."),
       integer("generation.repetition_guard", "min_repeats",
-              TS_CONFIG_FIELD(generation.repetition_guard.min_repeats), 8, {2, 1024},
-              "Back-to-back repeats of one n-gram that count as degenerate."),
+              TS_CONFIG_FIELD(generation.repetition_guard.min_repeats), 4, {2, 1024},
+              "Back-to-back repeats of one n-gram that count as degenerate (the span must also "
+              "reach 64 tokens or 128 characters)."),
       integer("generation.repetition_guard", "max_ngram",
               TS_CONFIG_FIELD(generation.repetition_guard.max_ngram), 32, {1, 1024},
               "Longest n-gram checked."),

@@ -41,6 +41,8 @@ GenerateResult generate(Runtime& runtime, const tokenizer::Tokenizer& tokenizer,
   result.prompt_tokens = static_cast<int64_t>(request.prompt.size());
   auto seq = runtime.new_sequence();
   tokenizer::IncrementalDetokenizer detok(tokenizer, /*skip_special_tokens=*/true);
+  generation::RepetitionGuard guard(request.repetition,
+                                    [&tokenizer](int32_t id) { return tokenizer.token_bytes(id); });
   const auto& sampler = runtime.sampler();
   const auto& table = sampler.table<ts_sampler_table>();
 
@@ -74,6 +76,13 @@ GenerateResult generate(Runtime& runtime, const tokenizer::Tokenizer& tokenizer,
     if (!delta.empty()) {
       result.text += delta;
       if (on_text) on_text(delta);
+    }
+    if (request.repetition_mode != "off" && guard.push(token)) {
+      ++result.repetition_hits;
+      if (request.repetition_mode == "stop") {
+        result.finish_reason = "repetition";
+        break;
+      }
     }
     if (seq->length() + 1 >= context_limit) break;  // "length": the context is full
     dsv4::ForwardBatch step_batch;

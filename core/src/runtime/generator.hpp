@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "generation/repetition_guard.hpp"
 #include "runtime/runtime.hpp"
 #include "tessera/plugin_abi.h"
 #include "tokenizer/tokenizer.hpp"
@@ -20,13 +21,16 @@ struct GenerateRequest {
   std::vector<int32_t> prompt;
   ts_sampling_params sampling{};
   int64_t max_tokens = 256;
-  std::vector<int32_t> stop_ids;  // besides the model's EOS ids
+  std::vector<int32_t> stop_ids;         // besides the model's EOS ids
+  std::string repetition_mode = "stop";  // "off" | "warn" (count only) | "stop"
+  generation::RepetitionGuardOptions repetition;
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;
   std::string text;
-  std::string finish_reason;  // "stop" | "length"
+  std::string finish_reason;    // "stop" | "length" | "repetition"
+  int64_t repetition_hits = 0;  // tokens at which the guard saw a loop (warn mode counts on)
   int64_t prompt_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
 };
