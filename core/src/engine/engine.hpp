@@ -68,7 +68,8 @@ class Engine {
   void abort(uint64_t request_id);
 
   EngineStats stats() const;
-  void wait_idle() const;  // until nothing is in flight
+  // Until nothing is in flight (the last finish events may still be on their way to callbacks).
+  void wait_idle() const;
 
   const EngineOptions& options() const { return options_; }
   const dsv4::ModelConfig& model_config() const { return runtime_.model_config(); }
