@@ -19,12 +19,13 @@ std::string ApiError::type() const {
 }
 
 std::string ApiError::body() const {
-  nlohmann::json error = {{"message", message},
-                          {"type", type()},
-                          {"param", param.empty() ? nlohmann::json() : nlohmann::json(param)},
-                          {"code", code.empty() ? nlohmann::json() : nlohmann::json(code)}};
-  return nlohmann::json{{"error", std::move(error)}}.dump(-1, ' ', false,
-                                                          nlohmann::json::error_handler_t::replace);
+  nlohmann::ordered_json error = {
+      {"message", message},
+      {"type", type()},
+      {"param", param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(param)},
+      {"code", code.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(code)}};
+  return nlohmann::ordered_json{{"error", std::move(error)}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 ApiError bad_request(std::string message, std::string param) {

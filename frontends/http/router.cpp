@@ -48,11 +48,18 @@ std::optional<RouteMatch> match_route(std::string_view path) noexcept {
   }
   if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix) {
     const std::string_view id = path.substr(kModelPrefix.size());
-    // Model ids may contain '/' ("org/name"), never an empty segment or a dot segment.
-    if (id.find("//") == std::string_view::npos && id.back() != '/' && id != "." && id != ".." &&
-        id.find("/./") == std::string_view::npos && id.find("/../") == std::string_view::npos) {
-      return RouteMatch{Route::kModel, id};
+    // Model ids may contain '/' ("org/name"), never an empty, "." or ".." segment.
+    bool ok = true;
+    std::size_t begin = 0;
+    while (ok) {
+      const std::size_t end = id.find('/', begin);
+      const std::string_view segment =
+          id.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
+      ok = !segment.empty() && segment != "." && segment != "..";
+      if (end == std::string_view::npos) break;
+      begin = end + 1;
     }
+    if (ok) return RouteMatch{Route::kModel, id};
   }
   return std::nullopt;
 }
