@@ -2,6 +2,8 @@
 // golden.safetensors (transformers' fp32 logits for the prefill and each decode step).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,11 +19,19 @@ inline std::filesystem::path parity_root() {
   return std::filesystem::path(TESSERA_SOURCE_DIR) / "tests/data/parity";
 }
 
-inline std::vector<std::string> parity_fixture_names() {
+// A fixture is "partial" when its golden file keeps prefill logits for some positions only
+// (prefill_positions), as the shipped-model fixture does; most consumers want full ones.
+inline bool fixture_is_partial(const std::filesystem::path& dir) {
+  const auto golden = weights::SafetensorsFile::open(dir / "golden.safetensors");
+  return golden.find("prefill_positions") != nullptr;
+}
+
+inline std::vector<std::string> parity_fixture_names(bool include_partial = false) {
   std::vector<std::string> names;
   if (!std::filesystem::exists(parity_root())) return names;
   for (const auto& entry : std::filesystem::directory_iterator(parity_root()))
-    if (std::filesystem::exists(entry.path() / "golden.safetensors"))
+    if (std::filesystem::exists(entry.path() / "golden.safetensors") &&
+        (include_partial || !fixture_is_partial(entry.path())))
       names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
@@ -34,9 +44,19 @@ struct GoldenLogits {
 };
 
 struct ParityFixture {
-  std::filesystem::path dir;
+  std::filesystem::path dir;  // the model directory (the fixture's own, or tokens.json "model_dir")
   std::vector<int32_t> prompt, decode;
   GoldenLogits prefill, decode_steps;
+  std::vector<int32_t> prefill_positions;  // prompt position of each prefill row
+  // First position where HF's indexer top-k had an exact tie (unspecified torch.topk order):
+  // positions from here on can legitimately differ a little. INT64_MAX when none.
+  int64_t first_indexer_tie = INT64_MAX;
+  // The golden row for prompt position p, or nullptr when the fixture did not keep it.
+  const float* prefill_at(int64_t p) const {
+    for (size_t r = 0; r < prefill_positions.size(); ++r)
+      if (prefill_positions[r] == p) return prefill.row(static_cast<int64_t>(r));
+    return nullptr;
+  }
 };
 
 inline GoldenLogits read_logits(const weights::SafetensorsFile& file, const std::string& name) {
@@ -53,14 +73,30 @@ inline GoldenLogits read_logits(const weights::SafetensorsFile& file, const std:
 
 inline ParityFixture load_parity_fixture(const std::string& name) {
   ParityFixture f;
-  f.dir = parity_root() / name;
-  std::ifstream in(f.dir / "tokens.json");
+  const auto fixture_dir = parity_root() / name;
+  f.dir = fixture_dir;
+  std::ifstream in(fixture_dir / "tokens.json");
   const auto tokens = nlohmann::json::parse(in);
+  if (tokens.contains("model_dir"))
+    f.dir = std::filesystem::path(TESSERA_SOURCE_DIR) / tokens.at("model_dir").get<std::string>();
   f.prompt = tokens.at("prompt").get<std::vector<int32_t>>();
   f.decode = tokens.at("decode").get<std::vector<int32_t>>();
-  const auto golden = weights::SafetensorsFile::open(f.dir / "golden.safetensors");
+  const auto golden = weights::SafetensorsFile::open(fixture_dir / "golden.safetensors");
   f.prefill = read_logits(golden, "prefill_logits");
   f.decode_steps = read_logits(golden, "decode_logits");
+  if (const weights::TensorInfo* tie = golden.find("first_indexer_tie")) {
+    int32_t value = 0;
+    std::memcpy(&value, golden.data(*tie).data(), sizeof value);
+    f.first_indexer_tie = value;
+  }
+  if (const weights::TensorInfo* pos = golden.find("prefill_positions")) {
+    f.prefill_positions.resize(static_cast<size_t>(pos->shape.at(0)));
+    std::memcpy(f.prefill_positions.data(), golden.data(*pos).data(),
+                f.prefill_positions.size() * sizeof(int32_t));
+  } else {
+    for (int64_t r = 0; r < f.prefill.rows; ++r)
+      f.prefill_positions.push_back(static_cast<int32_t>(r));
+  }
   return f;
 }
 
