@@ -127,8 +127,8 @@ std::vector<std::array<std::string, 3>> config_differences(const Arm& a, const A
   auto num = [](double v) { return fmt::format("{}", v); };
   const Config& x = a.config;
   const Config& y = b.config;
-  add("model.path", a.runtime->options().model_dir.string(),
-      b.runtime->options().model_dir.string());
+  add("model.path", std::filesystem::weakly_canonical(a.runtime->options().model_dir).string(),
+      std::filesystem::weakly_canonical(b.runtime->options().model_dir).string());
   add("model.max_context", num(x.model.max_context), num(y.model.max_context));
   add("executor.device", x.executor.device, y.executor.device);
   add("executor.tensor_parallel", num(x.executor.tensor_parallel), num(y.executor.tensor_parallel));

@@ -38,7 +38,7 @@ ArmDescription describe_arm(const Arm& arm) {
   ArmDescription d;
   d.name = arm.name;
   d.config_path = arm.config_path.string();
-  d.model_dir = arm.runtime->options().model_dir.string();
+  d.model_dir = arm.runtime->options().model_dir.lexically_normal().string();
   d.kv_plugin = arm.runtime->kv_format().name();
   d.attention_plugin = arm.runtime->attention().name();
   d.sampler_plugin = arm.runtime->sampler().name();

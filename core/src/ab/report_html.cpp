@@ -53,7 +53,8 @@ std::string plots(const AbReport& r, const FreeRunningSummary& fr) {
   kl.x_label = "position in sequence (prompt + A's output)";
   kl.y_label = "KL, nats";
   kl.frame_color = "#b4b4b0";
-  kl.series = {{"mean", kColorA, x, curves.kl_mean}, {"max", kColorMax, x, curves.kl_max}};
+  // max first, so the mean is drawn on top of it.
+  kl.series = {{"max", kColorMax, x, curves.kl_max}, {"mean", kColorA, x, curves.kl_mean}};
 
   LineChart agree;
   agree.id = "plot-agreement";

@@ -136,7 +136,7 @@ std::string render_line_chart(const LineChart& c) {
   out += frame(c.frame_color, x0, y0, x1, y1);
   int legend_x = x1;
   for (auto it = c.series.rbegin(); it != c.series.rend(); ++it) {
-    const int text_w = static_cast<int>(it->name.size()) * 6 + 22;
+    const int text_w = static_cast<int>(it->name.size()) * 7 + 28;
     legend_x -= text_w;
     out += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
@@ -208,7 +208,7 @@ std::string render_bar_chart(const BarChart& c) {
   }
   int legend_x = x1;
   for (auto it = c.series.rbegin(); it != c.series.rend(); ++it) {
-    legend_x -= static_cast<int>(it->name.size()) * 6 + 22;
+    legend_x -= static_cast<int>(it->name.size()) * 7 + 28;
     out += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"8\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
         "fill=\"#333333\">{}</text>\n",
