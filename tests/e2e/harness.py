@@ -141,6 +141,13 @@ class Server:
         finally:
             self._log.close()
 
+    def wait(self, timeout=60):
+        """Exit status of a process already told to stop (e.g. a signal sent by the test)."""
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._log.close()
+
     def __enter__(self):
         return self.start()
 
@@ -152,7 +159,8 @@ class Server:
 
     def log(self):
         try:
-            return open(self.log_path, errors="replace").read()
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
         except OSError:
             return ""
 
@@ -181,13 +189,16 @@ class Server:
         status, _, data = self.request(method, path, body, headers)
         return status, json.loads(data)
 
-    def raw(self, data, read_timeout=10):
-        """Sends raw bytes on a fresh connection; returns everything read until close/timeout."""
+    def raw(self, data, read_timeout=10, half_close=False):
+        """Sends raw bytes on a fresh connection; returns everything read until close/timeout.
+        half_close: shut the sending side after the data (the server may then stop lingering on
+        a refused body at once; a generation request would count as abandoned)."""
         s = socket.create_connection(("127.0.0.1", self.port), timeout=read_timeout)
         try:
             try:
                 s.sendall(data)
-                s.shutdown(socket.SHUT_WR)  # all sent: the server may close once it answered
+                if half_close:
+                    s.shutdown(socket.SHUT_WR)
             except (BrokenPipeError, ConnectionResetError):
                 pass
             chunks = []
@@ -226,9 +237,10 @@ class Server:
         raise AssertionError(f"{name}{labels} stayed at {value}")
 
     def rss_kib(self):
-        for line in open(f"/proc/{self.proc.pid}/status"):
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
         return 0
 
     def open_fds(self):

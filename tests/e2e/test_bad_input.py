@@ -1,0 +1,171 @@
+"""The bad-input table: each row is its own test. Every row must get the documented status with
+an OpenAI error object (where an HTTP response is possible at all), and the server must stay
+alive; at the end its memory must not have grown with the abuse (a 64 MB body is refused from
+its headers, never buffered)."""
+import json
+import unittest
+
+import harness
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+CHAT = "/v1/chat/completions"
+
+
+def chat(**extra):
+    return json.dumps(dict({"messages": MESSAGES, "max_tokens": 2}, **extra))
+
+
+def raw_request(path, body, extra_headers=b"", method=b"POST"):
+    if isinstance(body, str):
+        body = body.encode()
+    return (method + b" " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\n" + extra_headers +
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def status_of(response_bytes):
+    line = response_bytes.split(b"\r\n", 1)[0]
+    parts = line.split()
+    return int(parts[1]) if len(parts) >= 2 and parts[0].startswith(b"HTTP/") else None
+
+
+def body_of(response_bytes):
+    return response_bytes.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in response_bytes else b""
+
+
+# name -> (how to send, expected status, expected error param or None, expected code or None)
+# "how to send" is (path, body) for a normal request, or raw bytes for the socket.
+ROWS = {
+    "malformed_json": ((CHAT, '{"messages": ['), 400, None, None),
+    "body_not_object": ((CHAT, "[1, 2, 3]"), 400, None, None),
+    "empty_body": ((CHAT, ""), 400, None, None),
+    "wrong_type_temperature": ((CHAT, chat(temperature="hot")), 400, "temperature", None),
+    "wrong_type_messages": ((CHAT, json.dumps({"messages": "hi"})), 400, "messages", None),
+    "wrong_type_max_tokens": ((CHAT, chat(max_tokens="ten")), 400, "max_tokens", None),
+    "negative_max_tokens": ((CHAT, chat(max_tokens=-5)), 400, "max_tokens", None),
+    "unknown_model": ((CHAT, chat(model="gpt-4o")), 404, "model", "model_not_found"),
+    "n_million": ((CHAT, chat(n=10 ** 6)), 400, "n", None),
+    "top_logprobs_1000": ((CHAT, chat(logprobs=True, top_logprobs=1000)), 400, "top_logprobs", None),
+    "nan_temperature": ((CHAT, '{"messages": [{"role": "user", "content": "hi"}], '
+                               '"temperature": NaN}'), 400, None, None),
+    "infinity_top_p": ((CHAT, '{"messages": [{"role": "user", "content": "hi"}], '
+                              '"top_p": Infinity}'), 400, None, None),
+    "invalid_utf8": ((CHAT, b'{"messages": [{"role": "user", "content": "\xff\xfe\xc3"}]}'),
+                     400, None, None),
+    "empty_messages": ((CHAT, json.dumps({"messages": []})), 400, "messages", None),
+    "unknown_role": ((CHAT, json.dumps({"messages": [{"role": "wizard", "content": "x"}]})),
+                     400, None, None),
+    "prompt_over_context": ((CHAT, chat(messages=[{"role": "user", "content": "word " * 400}])),
+                            400, "messages", "context_length_exceeded"),
+    "prompt_plus_max_tokens_over_context": ((CHAT, chat(max_tokens=256)), 400, "messages",
+                                            "context_length_exceeded"),
+    "deep_nesting": ((CHAT, '{"messages": ' + "[" * 5000 + "]" * 5000 + "}"), 400, None, None),
+    "completion_ids_outside_vocab": (("/v1/completions", json.dumps({"prompt": [1, 10 ** 7]})),
+                                     400, "prompt", None),
+    "completion_empty_prompt": (("/v1/completions", json.dumps({"prompt": ""})), 400, "prompt",
+                                None),
+    "tokenize_without_prompt": (("/tokenize", "{}"), 400, "prompt", None),
+    "detokenize_bad_ids": (("/detokenize", json.dumps({"tokens": ["a"]})), 400, "tokens", None),
+    "unknown_route": (("/v1/embeddings", "{}"), 404, None, None),
+    "wrong_method": (b"GET /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                     405, None, None),
+    "body_64_mib": (raw_request(CHAT, b" " * (64 << 20)), 413, None, "request_too_large"),
+    "chunked_body_over_limit": (b"POST " + CHAT.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+                                b"Transfer-Encoding: chunked\r\n\r\n" +
+                                (b"100000\r\n" + b" " * 0x100000 + b"\r\n") * 3 + b"0\r\n\r\n",
+                                413, None, "request_too_large"),
+    "ten_thousand_headers": (b"GET /health HTTP/1.1\r\nHost: x\r\n" +
+                             b"".join(b"X-H%d: v\r\n" % i for i in range(10000)) + b"\r\n",
+                             431, None, None),
+    "one_huge_header": (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200000 +
+                        b"\r\n\r\n", 431, None, None),
+    "garbage_request_line": (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n",
+                             400, None, None),
+    "absolute_form_target": (b"GET http://evil/health HTTP/1.1\r\nHost: x\r\n\r\n", 400, None, None),
+    "bad_content_length": (b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+                           400, None, None),
+}
+
+
+class BadInputTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = harness.Server(frontend={"max_header_bytes": 16384}).start()
+        # Warm up (first requests allocate pools, threads) before the memory baseline.
+        for _ in range(3):
+            cls.server.request("POST", CHAT, chat())
+        cls.rss_before = cls.server.rss_kib()
+
+    @classmethod
+    def tearDownClass(cls):
+        growth = cls.server.rss_kib() - cls.rss_before
+        alive = cls.server.alive()
+        code = cls.server.stop()
+        assert alive, cls.server.log()
+        assert growth < 32 * 1024, f"RSS grew by {growth} KiB over the bad-input table"
+        assert code == 0, f"exit {code}\n{cls.server.log()}"
+
+    def check_row(self, name):
+        how, status, param, code = ROWS[name]
+        if isinstance(how, bytes):
+            response = self.server.raw(how, half_close=True)
+            got_status, body = status_of(response), body_of(response)
+        else:
+            path, payload = how
+            got_status, _, body = self.server.request("POST", path, payload,
+                                                      {"Content-Type": "application/json"})
+        self.assertEqual(got_status, status, body[:500])
+        error = json.loads(body)["error"]
+        self.assertTrue(error["message"])
+        self.assertIn("type", error)
+        if param is not None:
+            self.assertEqual(error["param"], param)
+        if code is not None:
+            self.assertEqual(error["code"], code)
+        # The server is alive and still serves real work.
+        self.assertTrue(self.server.alive(), self.server.log())
+        self.assertEqual(self.server.request("GET", "/health")[0], 200)
+        self.assertEqual(self.server.request("POST", CHAT, chat())[0], 200)
+
+
+for _name in ROWS:
+    setattr(BadInputTest, f"test_{_name}", lambda self, n=_name: self.check_row(n))
+
+
+class ProtocolEdgesTest(unittest.TestCase):
+    """Not refusals: the shapes of HTTP that must simply work."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = harness.Server().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0, cls.server.log()
+
+    def test_http10(self):
+        r = self.server.raw(b"GET /health HTTP/1.0\r\n\r\n")
+        self.assertEqual(status_of(r), 200)
+
+    def test_pipelined_requests(self):
+        one = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        last = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        r = self.server.raw(one + one + last)
+        self.assertEqual(r.count(b"HTTP/1.1 200 OK"), 3, r)
+
+    def test_head(self):
+        status, headers, body = self.server.request("HEAD", "/v1/models")
+        self.assertEqual(status, 200)
+        self.assertEqual(body, b"")
+        self.assertGreater(int(headers["content-length"]), 0)
+
+    def test_expect_100_continue(self):
+        body = chat().encode()
+        r = self.server.raw(b"POST " + CHAT.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+                            b"Connection: close\r\nExpect: 100-continue\r\nContent-Length: " +
+                            str(len(body)).encode() + b"\r\n\r\n" + body)
+        self.assertTrue(r.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200"), r[:200])
+
+
+if __name__ == "__main__":
+    unittest.main()

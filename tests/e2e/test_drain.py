@@ -1,0 +1,103 @@
+"""SIGTERM drains: the listener closes at once, idle keep-alive connections are closed, running
+streams finish normally (within the drain deadline) and the process exits 0; past the deadline
+the remaining requests are aborted (finish_reason "abort", then [DONE]) and the process still
+exits 0 promptly."""
+import json
+import signal
+import socket
+import threading
+import time
+import unittest
+
+import harness
+
+BODY = {"messages": [{"role": "user", "content": "Go on."}], "ignore_eos": True, "stream": True}
+
+
+def stream(server, max_tokens, first_frame, result):
+    """Runs one streaming request; sets first_frame when a data frame arrived; result gets the
+    raw response bytes."""
+    data = json.dumps(dict(BODY, max_tokens=max_tokens)).encode()
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+        if b"data: " in got:
+            first_frame.set()
+        if b"data: [DONE]" in got and got.endswith(b"0\r\n\r\n"):
+            break
+    s.close()
+    result.append(got)
+
+
+def finish_reasons(raw):
+    out = []
+    for line in raw.split(b"\n"):
+        if line.startswith(b"data: {"):
+            for c in json.loads(line[6:]).get("choices", []):
+                if c.get("finish_reason"):
+                    out.append(c["finish_reason"])
+    return out
+
+
+class DrainTest(unittest.TestCase):
+    def test_running_streams_finish_and_the_listener_closes(self):
+        server = harness.Server(max_context=4096).start()
+        idle = socket.create_connection(("127.0.0.1", server.port))
+        idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertIn(b"200 OK", idle.recv(4096))  # a keep-alive connection, now idle
+        first, result = threading.Event(), []
+        t = threading.Thread(target=stream, args=(server, 3000, first, result))
+        t.start()
+        self.assertTrue(first.wait(30))
+        server.proc.send_signal(signal.SIGTERM)
+        # The listener closes at once; the idle connection is closed by the server.
+        deadline = time.time() + 5
+        refused = False
+        while time.time() < deadline and not refused:
+            try:
+                socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+                time.sleep(0.02)
+            except OSError:
+                refused = True
+        self.assertTrue(refused, "still accepting connections after SIGTERM")
+        idle.settimeout(5)
+        self.assertEqual(idle.recv(4096), b"")
+        idle.close()
+        t.join(60)
+        self.assertEqual(finish_reasons(result[0]), ["length"])
+        self.assertIn(b"data: [DONE]", result[0])
+        self.assertEqual(server.wait(60), 0, server.log())
+        self.assertIn("drained; exiting", server.log())
+
+    def test_deadline_aborts_what_is_left(self):
+        server = harness.Server(max_context=4096, args=["--drain-timeout", "0.05"],
+                                defaults={"max_tokens": 4000}).start()
+        first, result = threading.Event(), []
+        # Several streams so the work outlasts the 50 ms deadline on any machine.
+        threads = [threading.Thread(target=stream, args=(server, 4000, first, result))
+                   for _ in range(8)]
+        for t in threads:
+            t.start()
+        self.assertTrue(first.wait(30))
+        t0 = time.time()
+        server.proc.send_signal(signal.SIGTERM)
+        for t in threads:
+            t.join(60)
+        self.assertEqual(len(result), 8)
+        reasons = [r for raw in result for r in finish_reasons(raw)]
+        self.assertIn("abort", reasons)
+        for raw in result:
+            self.assertIn(b"data: [DONE]", raw)
+        self.assertEqual(server.wait(60), 0, server.log())
+        self.assertLess(time.time() - t0, 20)
+        self.assertIn("drain deadline passed", server.log())
+
+
+if __name__ == "__main__":
+    unittest.main()
