@@ -12,6 +12,7 @@ apt_packages=(
   libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev python3-venv
   libpcre2-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   chromium
 )
 missing=()
