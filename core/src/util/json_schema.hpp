@@ -1,4 +1,4 @@
-// A small JSON-Schema subset for plugin options (docs/plugin-registry.md lists it). Plugins
+// A small JSON-Schema subset for plugin options (docs/plugins.md lists it). Plugins
 // describe their options with it; the host validates a request's options before
 // check_support/create so a typo or a wrong type is refused by the core with a message naming the
 // key, never by the plugin.
