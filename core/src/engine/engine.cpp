@@ -397,6 +397,7 @@ void Engine::publish_stats() {
   loop_stats_.preemptions = c.preemptions;
   loop_stats_.prefill_tokens = c.prefill_tokens;
   loop_stats_.prefix_hit_tokens = c.prefix_hit_tokens;
+  loop_stats_.prefix_evictions = c.prefix_evictions;
   std::lock_guard lock(mutex_);
   loop_stats_.failed = failed_;
   stats_ = loop_stats_;

@@ -42,6 +42,7 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t prefill_tokens = 0;     // tokens prefilled (prompts, recomputation)
   int64_t prefix_hit_tokens = 0;  // tokens whose prefill the prefix cache saved
+  int64_t prefix_evictions = 0;   // prefix-cache blocks dropped to make room
   int64_t generated_tokens = 0;
   int64_t batched_tokens = 0;  // tokens run through the model
   double forward_seconds = 0;  // all ranks' forward, as seen by rank 0
