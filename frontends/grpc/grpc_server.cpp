@@ -3,10 +3,25 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
 namespace tessera::grpcfe {
+
+namespace {
+
+// Linking grpc++_reflection registers its builder plugin for every ServerBuilder in the process
+// (a static initializer), so "reflection = false" has to take it out again per server.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const auto& p) { return p->name() == "proto_server_reflection"; });
+  }
+};
+
+}  // namespace
 
 GrpcServer::~GrpcServer() {
   stop_watcher();
@@ -25,6 +40,7 @@ ts_status GrpcServer::start(const ts_engine_api* engine) noexcept {
     grpc::EnableDefaultHealthCheckService(true);
     if (options_.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
+    if (!options_.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
     int port = 0;
     builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(service_.get());
