@@ -12,6 +12,7 @@ argument errors, health SERVING, reflection listing the services when enabled an
 """
 import json
 import os
+import signal
 import sys
 import threading
 import unittest
@@ -215,6 +216,38 @@ class GrpcNoReflectionTest(unittest.TestCase):
             # Generation still served.
             info = pb_grpc.GenerationStub(server.channel).GetModelInfo(pb.GetModelInfoRequest())
             self.assertTrue(info.model_id)
+
+
+class GrpcDrainTest(unittest.TestCase):
+    def _stream_during_sigterm(self, drain_timeout):
+        server = GrpcServer(max_context=1024, limits={"max_tokens": 1000},
+                            args=["--drain-timeout", str(drain_timeout)]).start()
+        try:
+            stub = pb_grpc.GenerationStub(server.channel)
+            call = stub.Generate(pb.GenerateRequest(text="Once upon a time", sampling_params=
+                pb.SamplingParams(temperature=1.0, seed=5, max_new_tokens=900, ignore_eos=True)),
+                timeout=60)
+            self.assertTrue(next(call).HasField("chunk"))
+            server.proc.send_signal(signal.SIGTERM)
+            outcome = None
+            try:
+                rest = list(call)
+                outcome = rest[-1].complete.finish_reason if rest else None
+            except grpc.RpcError as e:
+                outcome = e.code()
+            self.assertEqual(server.wait(60), 0, server.log())
+            return outcome
+        finally:
+            if server.alive():
+                server.stop(signal.SIGKILL)
+
+    def test_sigterm_lets_streams_finish(self):
+        self.assertEqual(self._stream_during_sigterm(30), "length")
+
+    def test_sigterm_deadline_cancels_streams(self):
+        # Past the deadline grpc++'s Shutdown cancels the call (its handler aborts the engine
+        # request) and closes the connection: the client sees UNAVAILABLE, not a finish.
+        self.assertEqual(self._stream_during_sigterm(0.05), grpc.StatusCode.UNAVAILABLE)
 
 
 if __name__ == "__main__":
