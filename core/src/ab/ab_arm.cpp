@@ -38,13 +38,6 @@ void resolve_sampling(Arm& arm) {
   keep_toml("presence_penalty", &SamplingDefaults::presence_penalty);
 }
 
-void check_runnable(const Config& c, const std::string& name) {
-  TS_CHECK(c.executor.tensor_parallel == 1,
-           "{}: arm {} asks for tensor_parallel = {}; `tessera ab` runs each arm on one rank "
-           "until it drives the engine's executor (docs/ab.md, \"What remains\")",
-           c.location_of("executor.tensor_parallel").to_string(), name, c.executor.tensor_parallel);
-}
-
 std::shared_ptr<const tokenizer::Tokenizer> load_tokenizer(const Runtime& rt, bool& synthetic) {
   const auto path = rt.options().model_dir / "tokenizer.json";
   synthetic = !std::filesystem::exists(path);
@@ -61,7 +54,6 @@ Arm make_arm(std::string name, Config config, const std::vector<std::filesystem:
   arm.name = std::move(name);
   arm.config_path = config.source_name;
   arm.config = std::move(config);
-  check_runnable(arm.config, arm.name);
   RuntimeOptions options = RuntimeOptions::from_config(arm.config);
   options.plugin_dirs.insert(options.plugin_dirs.begin(), dirs.begin(), dirs.end());
   const bool share =

@@ -44,8 +44,8 @@ struct ArmPair {
 };
 
 // Loads both configuration files and builds the runtimes. Throws tessera::Error (ConfigError for
-// bad files) when a configuration cannot run here (device other than cpu, tensor_parallel != 1)
-// or when the two models' vocabularies differ. extra_plugin_dirs are searched first.
+// bad files) when a configuration cannot run here (a device other than cpu) or when the two
+// models' vocabularies differ. extra_plugin_dirs are searched first.
 ArmPair load_arm_pair(const std::filesystem::path& config_a, const std::filesystem::path& config_b,
                       const std::vector<std::filesystem::path>& extra_plugin_dirs = {});
 

@@ -31,6 +31,7 @@ struct ArmDescription {
   std::map<std::string, std::string> sampling_source;
   std::string repetition_mode;
   bool synthetic_tokenizer = false;
+  int64_t tensor_parallel = 1;
 };
 
 // One generate() call of one arm.
@@ -75,6 +76,10 @@ struct AbReport {
   std::array<ArmDescription, 2> arms;
   std::vector<std::array<std::string, 3>> differences;  // key, A, B
   bool shared_weights = false;
+  // "runtime": generate() and one-prefill scoring on each arm's Runtime (single rank);
+  // "engine": an arm runs tensor-parallel, so both generate through the engine and score through
+  // executors, one token per step (ab_runner.hpp).
+  std::string path = "runtime";
   std::vector<PromptInfo> prompts;
   std::vector<RunPair> runs;
   std::vector<ScoredSequence> sequences;

@@ -1,10 +1,14 @@
 #include "ab/ab_runner.hpp"
 
+#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <thread>
 
+#include "ab/engine_generation.hpp"
 #include "ab/teacher_forced.hpp"
 #include "runtime/generator.hpp"
 #include "util/check.hpp"
@@ -32,6 +36,44 @@ ArmRun run_arm(Arm& arm, const std::vector<int32_t>& prompt, uint64_t seed, int6
   return run;
 }
 
+bool needs_engine(const ArmPair& arms) {
+  return arms.a.config.executor.tensor_parallel > 1 || arms.b.config.executor.tensor_parallel > 1;
+}
+
+// What Executor's constructor does for its own arm; repeated before each arm's turn because the
+// setting is process-wide and the arms alternate.
+void use_blas_threads_of(const Arm& arm) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int total =
+      arm.config.executor.threads > 0 ? static_cast<int>(arm.config.executor.threads) : hw;
+  const int tp = static_cast<int>(std::max<int64_t>(1, arm.config.executor.tensor_parallel));
+  openblas_set_num_threads(std::max(1, total / tp));
+}
+
+// Generates with one arm on the chosen path.
+class FreeRunner {
+ public:
+  FreeRunner(ArmPair& arms, bool engine) : arms_(arms) {
+    if (engine) {
+      use_blas_threads_of(arms.a);
+      engine_a_ = std::make_unique<EngineGeneration>(arms.a);
+      use_blas_threads_of(arms.b);
+      engine_b_ = std::make_unique<EngineGeneration>(arms.b);
+    }
+  }
+  ArmRun run(bool arm_b, const std::vector<int32_t>& prompt, uint64_t seed, int64_t max_tokens) {
+    Arm& arm = arm_b ? arms_.b : arms_.a;
+    EngineGeneration* engine = arm_b ? engine_b_.get() : engine_a_.get();
+    if (engine == nullptr) return run_arm(arm, prompt, seed, max_tokens);
+    use_blas_threads_of(arm);
+    return engine->run(prompt, seed, max_tokens);
+  }
+
+ private:
+  ArmPair& arms_;
+  std::unique_ptr<EngineGeneration> engine_a_, engine_b_;
+};
+
 }  // namespace
 
 ArmDescription describe_arm(const Arm& arm) {
@@ -47,6 +89,7 @@ ArmDescription describe_arm(const Arm& arm) {
   d.sampling_source = arm.sampling_source;
   d.repetition_mode = arm.repetition_mode;
   d.synthetic_tokenizer = arm.tokenizer_is_synthetic;
+  d.tensor_parallel = arm.config.executor.tensor_parallel;
   return d;
 }
 
@@ -61,6 +104,8 @@ AbReport run_ab(ArmPair& arms, const std::vector<AbPrompt>& prompts, const AbOpt
   report.arms = {describe_arm(arms.a), describe_arm(arms.b)};
   report.differences = config_differences(arms.a, arms.b);
   report.shared_weights = arms.shared_weights;
+  const bool engine = needs_engine(arms);
+  report.path = engine ? "engine" : "runtime";
   for (const AbPrompt& p : prompts) {
     TS_CHECK(!p.token_ids.empty(), "A/B: prompt `{}` is not tokenized", p.id);
     report.prompts.push_back({p.id, p.kind, static_cast<int64_t>(p.token_ids.size())});
@@ -69,11 +114,12 @@ AbReport run_ab(ArmPair& arms, const std::vector<AbPrompt>& prompts, const AbOpt
     if (progress) progress(line);
   };
 
+  auto free = std::make_unique<FreeRunner>(arms, engine);
   if (options.warmup) {
     say("warm-up: one short generation per arm (not timed)");
     const int64_t n = std::min<int64_t>(4, options.max_tokens);
-    run_arm(arms.a, prompts.front().token_ids, options.seed_base, n);
-    run_arm(arms.b, prompts.front().token_ids, options.seed_base, n);
+    free->run(false, prompts.front().token_ids, options.seed_base, n);
+    free->run(true, prompts.front().token_ids, options.seed_base, n);
   }
 
   const int64_t total = static_cast<int64_t>(prompts.size()) * options.seeds;
@@ -86,11 +132,11 @@ AbReport run_ab(ArmPair& arms, const std::vector<AbPrompt>& prompts, const AbOpt
       pair.prompt = i;
       pair.seed = options.seed_base + static_cast<uint64_t>(k);
       if (index % 2 == 0) {
-        pair.a = run_arm(arms.a, prompts[i].token_ids, pair.seed, options.max_tokens);
-        pair.b = run_arm(arms.b, prompts[i].token_ids, pair.seed, options.max_tokens);
+        pair.a = free->run(false, prompts[i].token_ids, pair.seed, options.max_tokens);
+        pair.b = free->run(true, prompts[i].token_ids, pair.seed, options.max_tokens);
       } else {
-        pair.b = run_arm(arms.b, prompts[i].token_ids, pair.seed, options.max_tokens);
-        pair.a = run_arm(arms.a, prompts[i].token_ids, pair.seed, options.max_tokens);
+        pair.b = free->run(true, prompts[i].token_ids, pair.seed, options.max_tokens);
+        pair.a = free->run(false, prompts[i].token_ids, pair.seed, options.max_tokens);
       }
       pair.first_divergence = first_divergence(pair.a.tokens, pair.b.tokens);
       pair.identical = pair.first_divergence < 0 && pair.a.finish_reason == pair.b.finish_reason;
@@ -101,6 +147,8 @@ AbReport run_ab(ArmPair& arms, const std::vector<AbPrompt>& prompts, const AbOpt
       report.runs.push_back(std::move(pair));
     }
   }
+
+  free.reset();  // the engines release the runtimes' pools before scoring uses them
 
   // Teacher-forced: every distinct (prompt, arm-A output), in run order.
   for (const RunPair& pair : report.runs) {
@@ -119,13 +167,24 @@ AbReport run_ab(ArmPair& arms, const std::vector<AbPrompt>& prompts, const AbOpt
     seq.continuation = pair.a.tokens;
     report.sequences.push_back(std::move(seq));
   }
+  std::unique_ptr<Executor> exec_a, exec_b;
+  if (engine) {
+    exec_a = std::make_unique<Executor>(*arms.a.runtime,
+                                        static_cast<int>(arms.a.config.executor.tensor_parallel),
+                                        static_cast<int>(arms.a.config.executor.threads));
+    exec_b = std::make_unique<Executor>(*arms.b.runtime,
+                                        static_cast<int>(arms.b.config.executor.tensor_parallel),
+                                        static_cast<int>(arms.b.config.executor.threads));
+  }
   for (size_t s = 0; s < report.sequences.size(); ++s) {
     ScoredSequence& seq = report.sequences[s];
     say(fmt::format("teacher-forced {}/{}: prompt `{}`, {} + {} tokens", s + 1,
                     report.sequences.size(), prompts[seq.prompt].id, seq.prompt_tokens,
                     seq.continuation.size()));
-    seq.positions = score_teacher_forced(*arms.a.runtime, *arms.b.runtime,
-                                         prompts[seq.prompt].token_ids, seq.continuation);
+    seq.positions = engine ? score_teacher_forced(*exec_a, *exec_b, prompts[seq.prompt].token_ids,
+                                                  seq.continuation)
+                           : score_teacher_forced(*arms.a.runtime, *arms.b.runtime,
+                                                  prompts[seq.prompt].token_ids, seq.continuation);
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -105,6 +105,7 @@ std::string arms_table(const AbReport& r) {
   row("temperature / top_p / top_k",
       fmt::format("{} / {} / {}", a.sampling.temperature, a.sampling.top_p, a.sampling.top_k),
       fmt::format("{} / {} / {}", b.sampling.temperature, b.sampling.top_p, b.sampling.top_k));
+  row("tensor parallel", std::to_string(a.tensor_parallel), std::to_string(b.tensor_parallel));
   row("repetition guard", a.repetition_mode, b.repetition_mode);
   out += "</table>\n";
   if (r.differences.empty()) {
@@ -117,10 +118,12 @@ std::string arms_table(const AbReport& r) {
     out += "</table>\n";
   }
   out += fmt::format(
-      "<p>Weights shared: {}. {} prompts x {} seeds, at most {} tokens each. Wall time {:.1f} "
-      "s.</p>\n",
-      r.shared_weights ? "yes" : "no", r.prompts.size(), r.options.seeds, r.options.max_tokens,
-      r.wall_s);
+      "<p>Weights shared: {}. Path: {}. {} prompts x {} seeds, at most {} tokens each. Wall "
+      "time {:.1f} s.</p>\n",
+      r.shared_weights ? "yes" : "no",
+      r.path == "engine" ? "serving engine + executors (an arm is tensor-parallel)"
+                         : "runtime (generate + one-prefill scoring)",
+      r.prompts.size(), r.options.seeds, r.options.max_tokens, r.wall_s);
   return out;
 }
 

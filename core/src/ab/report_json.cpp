@@ -35,7 +35,8 @@ Json to_json(const ArmDescription& a) {
               {"sampling", sampling},
               {"sampling_source", source},
               {"repetition_guard", a.repetition_mode},
-              {"synthetic_tokenizer", a.synthetic_tokenizer}};
+              {"synthetic_tokenizer", a.synthetic_tokenizer},
+              {"tensor_parallel", a.tensor_parallel}};
 }
 
 Json to_json(const TeacherForcedSummary& s) {
@@ -117,6 +118,7 @@ Json report_to_json(const AbReport& report) {
                   {"warmup", report.options.warmup}};
   j["arms"] = Json{{"a", to_json(report.arms[0])}, {"b", to_json(report.arms[1])}};
   j["shared_weights"] = report.shared_weights;
+  j["path"] = report.path;
   Json diff = Json::array();
   for (const auto& d : report.differences)
     diff.push_back({{"key", d[0]}, {"a", d[1]}, {"b", d[2]}});

@@ -38,10 +38,10 @@ std::string report_to_text(const AbReport& r) {
   for (const auto& d : r.differences)
     out += fmt::format("  differs: {:<34} A = {:<16} B = {}\n", d[0], d[1], d[2]);
   out += fmt::format(
-      "  weights shared: {}   prompts: {}   seeds per prompt: {}   max tokens: {}   wall: {:.1f} "
-      "s\n\n",
-      r.shared_weights ? "yes" : "no", r.prompts.size(), r.options.seeds, r.options.max_tokens,
-      r.wall_s);
+      "  weights shared: {}   path: {}   prompts: {}   seeds per prompt: {}   max tokens: {}   "
+      "wall: {:.1f} s\n\n",
+      r.shared_weights ? "yes" : "no", r.path, r.prompts.size(), r.options.seeds,
+      r.options.max_tokens, r.wall_s);
 
   const TeacherForcedSummary tf = summarize_teacher_forced(r);
   out += fmt::format(
@@ -65,9 +65,9 @@ std::string report_to_text(const AbReport& r) {
     out += fmt::format("; first divergence at output token p50 {:.1f}, min {:.0f}, max {:.0f}",
                        fr.first_divergence.p50, fr.first_divergence.min, fr.first_divergence.max);
   out += "\n";
-  out += fmt::format("  {:<22}{:>18}{:>18}\n", "", "A", "B");
+  out += fmt::format("  {:<22}{:>22}{:>22}\n", "", "A", "B");
   auto row = [&](const std::string& name, const std::string& x, const std::string& y) {
-    out += fmt::format("  {:<22}{:>18}{:>18}\n", name, x, y);
+    out += fmt::format("  {:<22}{:>22}{:>22}\n", name, x, y);
   };
   row("output tokens p50/max",
       fmt::format("{:.0f}/{:.0f}", fr.a.output_tokens.p50, fr.a.output_tokens.max),

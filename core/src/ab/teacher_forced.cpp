@@ -48,4 +48,35 @@ std::vector<PositionDivergence> score_teacher_forced(Runtime& a, Runtime& b,
   return out;
 }
 
+std::vector<PositionDivergence> score_teacher_forced(Executor& a, Executor& b,
+                                                     std::span<const int32_t> prompt,
+                                                     std::span<const int32_t> continuation) {
+  TS_CHECK(!prompt.empty(), "teacher-forced scoring: empty prompt");
+  std::vector<int32_t> tokens(prompt.begin(), prompt.end());
+  tokens.insert(tokens.end(), continuation.begin(), continuation.end());
+  constexpr uint64_t kSequence = 1;
+  a.apply({CacheOpKind::kCreate, kSequence, 0});
+  b.apply({CacheOpKind::kCreate, kSequence, 0});
+  std::vector<PositionDivergence> out;
+  out.reserve(tokens.size());
+  try {
+    for (size_t r = 0; r < tokens.size(); ++r) {
+      const std::vector<PlannedChunk> step = {{kSequence, {tokens[r]}, {}}};
+      const dsv4::Logits la = a.step(step);
+      const dsv4::Logits lb = b.step(step);
+      TS_CHECK(la.vocab == lb.vocab, "A/B: vocabularies differ ({} vs {})", la.vocab, lb.vocab);
+      const auto vocab = static_cast<size_t>(la.vocab);
+      out.push_back(compare_positions({la.row(0), vocab}, {lb.row(0), vocab},
+                                      r + 1 < tokens.size() ? tokens[r + 1] : -1));
+    }
+  } catch (...) {
+    a.apply({CacheOpKind::kFree, kSequence, 0});
+    b.apply({CacheOpKind::kFree, kSequence, 0});
+    throw;
+  }
+  a.apply({CacheOpKind::kFree, kSequence, 0});
+  b.apply({CacheOpKind::kFree, kSequence, 0});
+  return out;
+}
+
 }  // namespace tessera::ab

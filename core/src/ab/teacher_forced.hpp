@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ab/divergence.hpp"
+#include "executor/executor.hpp"
 #include "runtime/runtime.hpp"
 
 namespace tessera::ab {
@@ -18,6 +19,14 @@ namespace tessera::ab {
 // predict token r + 1; the last row predicts what follows the continuation (chosen = -1).
 // Size: prompt.size() + continuation.size(). Both runtimes need the same vocabulary.
 std::vector<PositionDivergence> score_teacher_forced(Runtime& a, Runtime& b,
+                                                     std::span<const int32_t> prompt,
+                                                     std::span<const int32_t> continuation);
+
+// The same through tensor-parallel executors (arms with tensor_parallel > 1; both arms then take
+// this path so that they differ only in their configuration). The executor keeps logits for the
+// last token of a chunk only, so every token — prompt included — is fed as its own step: the
+// prompt rows come from decode steps here, from one prefill in the overload above.
+std::vector<PositionDivergence> score_teacher_forced(Executor& a, Executor& b,
                                                      std::span<const int32_t> prompt,
                                                      std::span<const int32_t> continuation);
 
