@@ -58,14 +58,14 @@ void ServerContext::load_model_info(std::int64_t max_stop, std::int64_t max_prom
                 std::chrono::system_clock::now().time_since_epoch())
                 .count();
   if (info.is_object()) {
-    model_name = info.value("id", std::string("model"));
-    max_context = info.value("max_context", std::int64_t{0});
-    limits.vocab_size = info.value("vocab_size", limits.vocab_size);
-    if (const auto l = info.find("limits"); l != info.end() && l->is_object()) {
-      limits.max_tokens = l->value("max_tokens", limits.max_tokens);
-      limits.max_n = l->value("max_n", limits.max_n);
-      limits.max_logprobs = l->value("max_logprobs", limits.max_logprobs);
-      max_body_bytes = l->value("max_body_bytes", max_body_bytes);
+    model_name = string_member(info, "id");
+    max_context = int_member(info, "max_context", 0);
+    limits.vocab_size = int_member(info, "vocab_size", limits.vocab_size);
+    if (const Json* l = member(info, "limits")) {
+      limits.max_tokens = int_member(*l, "max_tokens", limits.max_tokens);
+      limits.max_n = int_member(*l, "max_n", limits.max_n);
+      limits.max_logprobs = int_member(*l, "max_logprobs", limits.max_logprobs);
+      max_body_bytes = int_member(*l, "max_body_bytes", max_body_bytes);
     }
   }
   if (model_name.empty()) model_name = "model";
@@ -109,7 +109,7 @@ Reply handle_tokenize(const ServerContext& ctx, std::string_view body) {
       if (kwargs->contains("thinking")) chat["thinking"] = (*kwargs)["thinking"];
     }
     if (chat.contains("thinking") && chat["thinking"].is_object()) {
-      chat["thinking"] = chat["thinking"].value("type", "") == "enabled";
+      chat["thinking"] = string_member(chat["thinking"], "type") == "enabled";
     }
     text = ctx.engine.apply_chat_template(dump(chat));
   } else {

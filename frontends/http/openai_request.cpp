@@ -63,7 +63,7 @@ void read_sampling(const FieldReader& r, const RequestLimits& limits, Json& out)
     if (!bias->empty()) unsupported("logit_bias", "the sampler has no per-token bias");
   }
   if (const Json* format = r.get("response_format"); format != nullptr) {
-    const Json* type = format->is_object() ? &(*format)["type"] : nullptr;
+    const Json* type = member(*format, "type");
     if (type == nullptr || !type->is_string()) {
       reject("'response_format' must be an object with a string 'type'", "response_format");
     }
@@ -140,7 +140,7 @@ void read_thinking(const FieldReader& r, Json& out) {
   std::optional<bool> thinking;
   std::optional<std::string> effort = r.string("reasoning_effort");
   if (const Json* t = r.get("thinking"); t != nullptr) {
-    const Json* type = t->is_object() ? &(*t)["type"] : nullptr;
+    const Json* type = member(*t, "type");
     if (type == nullptr || !(*type == "enabled" || *type == "disabled")) {
       reject("'thinking' must be {\"type\": \"enabled\"} or {\"type\": \"disabled\"}", "thinking");
     }

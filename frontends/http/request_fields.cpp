@@ -26,12 +26,39 @@ Json parse_json_object(std::string_view body, int max_depth) {
   try {
     value = Json::parse(body.begin(), body.end(), limit_depth, /*allow_exceptions=*/true,
                         /*ignore_comments=*/false);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e400
     reject(fmt::format("the body is not valid JSON: {}", e.what()));
   }
   if (too_deep) reject(fmt::format("the body nests deeper than {} levels", max_depth));
   if (!value.is_object()) reject("the body must be a JSON object, got " + json_kind(value));
   return value;
+}
+
+const Json* member(const Json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::int64_t int_member(const Json& object, std::string_view key, std::int64_t fallback) {
+  const Json* v = member(object, key);
+  if (v == nullptr) return fallback;
+  if (v->is_number_integer()) return v->get<std::int64_t>();
+  if (v->is_number_unsigned()) {
+    const auto u = v->get<std::uint64_t>();
+    return u > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(u);
+  }
+  return fallback;
+}
+
+double number_member(const Json& object, std::string_view key, double fallback) {
+  const Json* v = member(object, key);
+  return v != nullptr && v->is_number() ? v->get<double>() : fallback;
+}
+
+std::string string_member(const Json& object, std::string_view key) {
+  const Json* v = member(object, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
 std::string json_kind(const Json& value) {

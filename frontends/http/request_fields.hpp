@@ -63,6 +63,14 @@ class FieldReader {
   const Json& object_;
 };
 
+// Safe reads of untrusted JSON (request bodies, engine events): absent members, members of
+// another type and non-object containers give nullptr / the fallback, never an exception.
+[[nodiscard]] const Json* member(const Json& object, std::string_view key);
+[[nodiscard]] std::int64_t int_member(const Json& object, std::string_view key,
+                                      std::int64_t fallback);
+[[nodiscard]] double number_member(const Json& object, std::string_view key, double fallback);
+[[nodiscard]] std::string string_member(const Json& object, std::string_view key);
+
 // "integer", "string", ...: for messages.
 [[nodiscard]] std::string json_kind(const Json& value);
 

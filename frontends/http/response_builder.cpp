@@ -14,10 +14,7 @@ std::string dump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string text_of(const Json& event, const char* key) {
-  const auto it = event.find(key);
-  return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+std::string text_of(const Json& event, const char* key) { return string_member(event, key); }
 
 }  // namespace
 
@@ -68,18 +65,18 @@ std::string ResponseBuilder::on_event(std::size_t prompt_index, const Json& even
       prompts_[prompt_index] = true;
       ++done_count_;
       if (const auto u = event.find("usage"); u != event.end() && u->is_object()) {
-        usage_.prompt += u->value("prompt_tokens", std::int64_t{0});
-        usage_.completion += u->value("completion_tokens", std::int64_t{0});
-        usage_.reasoning += u->value("reasoning_tokens", std::int64_t{0});
-        usage_.cached += u->value("cached_tokens", std::int64_t{0});
+        usage_.prompt += int_member(*u, "prompt_tokens", 0);
+        usage_.completion += int_member(*u, "completion_tokens", 0);
+        usage_.reasoning += int_member(*u, "reasoning_tokens", 0);
+        usage_.cached += int_member(*u, "cached_tokens", 0);
       }
     }
     return {};
   }
   if (type == "error") {
     ApiError e;
-    e.status = static_cast<unsigned>(event.value("status", 500));
-    if (e.status < 400 || e.status > 599) e.status = 500;
+    const std::int64_t status = int_member(event, "status", 500);
+    e.status = status >= 400 && status <= 599 ? static_cast<unsigned>(status) : 500;
     e.message = text_of(event, "message");
     e.code = text_of(event, "code");
     if (!plan_.stream || !started_) {
@@ -89,7 +86,7 @@ std::string ResponseBuilder::on_event(std::size_t prompt_index, const Json& even
     started_ = true;
     return stream_error_frame_only(e);
   }
-  const std::int64_t local = event.value("index", std::int64_t{0});
+  const std::int64_t local = int_member(event, "index", 0);
   if (local < 0 || local >= plan_.n) return {};
   const std::int64_t index = static_cast<std::int64_t>(prompt_index) * plan_.n + local;
   Choice& choice = choices_[static_cast<std::size_t>(index)];
@@ -123,11 +120,11 @@ void ResponseBuilder::append_logprobs(Choice& choice, const Json& entries, Json&
     const std::string token = text_of(e, "token");
     Json top = Json::object();
     if (const auto t = e.find("top_logprobs"); t != e.end() && t->is_array()) {
-      for (const auto& alt : *t) top[text_of(alt, "token")] = alt.value("logprob", 0.0);
+      for (const auto& alt : *t) top[text_of(alt, "token")] = number_member(alt, "logprob", 0.0);
     }
     for (Json* target : {&chunk_logprobs, &choice.legacy_logprobs}) {
       (*target)["tokens"].push_back(token);
-      (*target)["token_logprobs"].push_back(e.value("logprob", 0.0));
+      (*target)["token_logprobs"].push_back(number_member(e, "logprob", 0.0));
       (*target)["top_logprobs"].push_back(top);
       (*target)["text_offset"].push_back(offset);
     }
@@ -207,7 +204,8 @@ std::string ResponseBuilder::on_finish(Choice& choice, std::int64_t index, const
   if (reason.empty()) reason = "stop";
   if (reason == "stop" && !choice.tool_calls.empty()) reason = "tool_calls";
   choice.finish_reason = reason;
-  choice.stop_reason = event.value("stop_reason", Json());
+  const Json* stop_reason = member(event, "stop_reason");
+  choice.stop_reason = stop_reason != nullptr ? *stop_reason : Json();
   if (!plan_.stream) return {};
   std::string out;
   Json chunk = chunk_envelope();

@@ -99,28 +99,35 @@ void Session::on_engine_event(void* user, const char* event_json) noexcept {
 void Session::handle_engine_event(EngineCall* call, const std::string& text) {
   const auto self = shared_from_this();  // release_call may drop the last other owner
   const Json event = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  const bool done = event.is_object() && event.value("type", "") == "done";
-  const bool error = event.is_object() && event.value("type", "") == "error";
+  const std::string type = string_member(event, "type");
+  const bool done = type == "done";
+  const bool error = type == "error";
   if (done) call->done = true;
-  if (generating_ && call->generation == generation_ && builder_) {
-    const std::string bytes = builder_->on_event(call->prompt_index, event);
-    if (builder_->failure() && !stream_started_) {
-      fail_before_output(*builder_->failure());
-    } else {
-      if (stream_mode_ && !bytes.empty()) stream_bytes(bytes);
-      if (error) abort_calls();  // in-band error sent: stop the other choices too
-      if (builder_->complete()) {
-        if (stream_mode_) {
-          finish_stream();
-        } else {
-          state_.metrics.count_request(&decision_.match.route, 200);
-          Reply reply;
-          reply.body = builder_->final_body();
-          end_generation();
-          send_reply(std::move(reply), keep_alive());
+  try {
+    if (generating_ && call->generation == generation_ && builder_) {
+      const std::string bytes = builder_->on_event(call->prompt_index, event);
+      if (builder_->failure() && !stream_started_) {
+        fail_before_output(*builder_->failure());
+      } else {
+        if (stream_mode_ && !bytes.empty()) stream_bytes(bytes);
+        if (error) abort_calls();  // in-band error sent: stop the other choices too
+        if (builder_->complete()) {
+          if (stream_mode_) {
+            finish_stream();
+          } else {
+            state_.metrics.count_request(&decision_.match.route, 200);
+            Reply reply;
+            reply.body = builder_->final_body();
+            end_generation();
+            send_reply(std::move(reply), keep_alive());
+          }
         }
       }
     }
+  } catch (const std::exception& e) {
+    // Never let an exception leave an Asio handler: this connection goes, the server stays.
+    state_.logger.error(std::string("dropping a connection after an internal error: ") + e.what());
+    close();
   }
   if (done) release_call(call);
 }

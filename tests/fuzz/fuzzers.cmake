@@ -14,3 +14,4 @@ tessera_fuzzer(tokenizer_encode SOURCES tokenizer/*.cpp PKG libpcre2-8 SECONDS 1
 tessera_fuzzer(tokenizer_load SOURCES tokenizer/*.cpp PKG libpcre2-8 SECONDS 15)
 tessera_fuzzer(chat SOURCES chat/*.cpp SECONDS 15)
 tessera_fuzzer(safetensors SOURCES weights/safetensors.cpp weights/dtype.cpp weights/mapped_file.cpp SECONDS 20)
+tessera_fuzzer(http SOURCES ../../frontends/http/api_key.cpp ../../frontends/http/api_error.cpp ../../frontends/http/router.cpp ../../frontends/http/request_fields.cpp ../../frontends/http/openai_request.cpp ../../frontends/http/response_builder.cpp SECONDS 20)

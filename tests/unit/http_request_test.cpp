@@ -183,6 +183,11 @@ TEST(HttpChatRequest, BadInputTable) {
        ""},
       {"echo", "{" + kMessages + R"(, "echo": true})", 400, "echo", ""},
       {"empty cache_salt", "{" + kMessages + R"(, "cache_salt": ""})", 400, "cache_salt", ""},
+      {"number overflow", "{" + kMessages + R"(, "n": 1e400})", 400, "", ""},
+      {"thinking without type", "{" + kMessages + R"(, "thinking": {"x": 1}})", 400, "thinking",
+       ""},
+      {"response_format without type", "{" + kMessages + R"(, "response_format": {}})", 400,
+       "response_format", ""},
       {"deep nesting", "{\"messages\": " + std::string(100, '[') + std::string(100, ']') + "}", 400,
        "", ""},
   };
