@@ -86,10 +86,11 @@ uint8_t* record(uint8_t* pool, const ts_kv_layout& l, int64_t slot) {
   return pool + page * l.page_bytes + l.payload_offset + entry * l.payload_stride;
 }
 
-ts_status check_call(const ts_kv_layout* layout, const int64_t* slots, int64_t n,
-                     ts_device device) {
-  if (layout == nullptr || (n > 0 && slots == nullptr))
-    return fail(TS_ERR_INVALID_ARGUMENT, "layout or slots is null");
+ts_status check_call(const ts_kv_layout* layout, const int64_t* slots, int64_t n, ts_device device,
+                     const void* rows, const void* pool) {
+  if (layout == nullptr || (n > 0 && (slots == nullptr || rows == nullptr || pool == nullptr)))
+    return fail(TS_ERR_INVALID_ARGUMENT, "layout, slots, rows or pool is null");
+  if (n < 0) return fail(TS_ERR_INVALID_ARGUMENT, "negative row count " + std::to_string(n));
   if (device.type != TS_DEVICE_CPU)
     return fail(TS_ERR_UNSUPPORTED, "the bf16 cache plugin runs on CPU only");
   for (int64_t i = 0; i < n; ++i)
@@ -101,7 +102,7 @@ ts_status check_call(const ts_kv_layout* layout, const int64_t* slots, int64_t n
 ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
                 const int64_t* slots, uint8_t* pool, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = check_call(layout, slots, n, device); s.code != TS_OK) return s;
+    if (ts_status s = check_call(layout, slots, n, device, rows, pool); s.code != TS_OK) return s;
     const int64_t dim = layout->dim;
     for (int64_t i = 0; i < n * dim; ++i)  // validate everything before writing anything
       if (!std::isfinite(rows[i]))
@@ -125,7 +126,7 @@ ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows
 ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* pool,
                const int64_t* slots, int64_t n, float* rows, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = check_call(layout, slots, n, device); s.code != TS_OK) return s;
+    if (ts_status s = check_call(layout, slots, n, device, rows, pool); s.code != TS_OK) return s;
     const int64_t dim = layout->dim;
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t* src = record(const_cast<uint8_t*>(pool), *layout, slots[i]);
