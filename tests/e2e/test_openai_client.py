@@ -277,6 +277,23 @@ class OpenAIClientTest(unittest.TestCase):
         self.assertGreater(self.server.metric("vllm:generation_tokens_total"), 0)
         self.assertEqual(self.server.metric("tessera:kv_bytes_per_entry"), 64.0)  # bf16, tiny-a
 
+    def test_grafana_dashboard_uses_exported_series(self):
+        import os
+        import re
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "grafana-dashboard.json")
+        with open(path) as f:
+            dashboard = json.load(f)
+        exported = {n for n, _ in self.server.metrics()} | {
+            line.split()[2] for line in self.server.request("GET", "/metrics")[2].decode().splitlines()
+            if line.startswith("# TYPE ")}
+        used = set()
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                used |= set(re.findall(r"(?:vllm|tessera):[a-z0-9_]+", target["expr"]))
+        self.assertTrue(used)
+        for name in used:
+            self.assertIn(name, exported, f"the dashboard queries {name}, which /metrics lacks")
+
 
 if __name__ == "__main__":
     unittest.main()
