@@ -325,11 +325,16 @@ void Engine::run_step(Deliveries& out) {
     ready.push_back(step.sequences[i]);
     rows.push_back(logits.chunk_rows[i]);
   }
+  auto t_sampled = t2;
   if (!ready.empty()) {
     const std::vector<SampledToken> tokens = sampler_->sample(ready, logits, rows);
+    t_sampled = Clock::now();
     for (size_t i = 0; i < ready.size(); ++i) accept_token(*ready[i], tokens[i], out);
   }
   const auto t3 = Clock::now();
+  loop_stats_.schedule_seconds += seconds(t1 - t0);
+  loop_stats_.sample_seconds += seconds(t_sampled - t2);
+  loop_stats_.output_seconds += seconds(t3 - t_sampled);
   ++loop_stats_.steps;
   loop_stats_.batched_tokens += batched;
   loop_stats_.forward_seconds += seconds(t2 - t1);

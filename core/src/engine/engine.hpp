@@ -44,10 +44,13 @@ struct EngineStats {
   int64_t prefix_hit_tokens = 0;  // tokens whose prefill the prefix cache saved
   int64_t prefix_evictions = 0;   // prefix-cache blocks dropped to make room
   int64_t generated_tokens = 0;
-  int64_t batched_tokens = 0;  // tokens run through the model
-  double forward_seconds = 0;  // all ranks' forward, as seen by rank 0
-  double host_seconds = 0;     // the rest of each step: scheduling, sampling, stops, events
-  bool failed = false;         // a tensor-parallel rank failed: no new requests
+  int64_t batched_tokens = 0;   // tokens run through the model
+  double forward_seconds = 0;   // all ranks' forward, as seen by rank 0
+  double host_seconds = 0;      // the rest of each step: scheduling, sampling, stops, events
+  double schedule_seconds = 0;  // parts of host_seconds: planning the step (and cache ops)
+  double sample_seconds = 0;    // the sampler plugin
+  double output_seconds = 0;    // detokenization, stops, events
+  bool failed = false;          // a tensor-parallel rank failed: no new requests
 };
 
 class Engine {

@@ -1,0 +1,36 @@
+// tessera bench engine: requests through the real engine (engine/engine_bench.hpp).
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "engine/engine_bench.hpp"
+
+namespace tessera::cli {
+
+void add_engine_bench_command(CLI::App& app) {
+  CLI::App* bench = app.get_subcommand("bench");  // created by add_bench_command
+  auto o = std::make_shared<engine::EngineBenchOptions>();
+  auto* cmd = bench->add_subcommand(
+      "engine", "continuous batching through the engine: throughput, TTFT/TPOT, host overhead");
+  cmd->add_option("--preset", o->preset, "random-weight model: tiny | 50m")->capture_default_str();
+  cmd->add_option("--model", o->model_dir, "a checkpoint directory instead of a preset");
+  cmd->add_option("--tokenizer", o->tokenizer, "tokenizer.json (detokenize the output)");
+  cmd->add_option("--concurrency", o->concurrency, "requests in flight (one row each)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--requests", o->requests, "requests per row (0: max(2 x concurrency, 16))");
+  cmd->add_option("--prompt-tokens", o->prompt_tokens)->capture_default_str();
+  cmd->add_option("--output-tokens", o->output_tokens)->capture_default_str();
+  cmd->add_option("--tp", o->tensor_parallel, "tensor-parallel CPU ranks")->capture_default_str();
+  cmd->add_flag("--prefix-cache", o->prefix_cache, "turn the prefix cache on");
+  cmd->add_option("--memory-gib", o->memory_gib, "kv cache")->capture_default_str();
+  cmd->add_option("--temperature", o->temperature)->capture_default_str();
+  cmd->add_option("--plugin-dir", o->plugin_dir, "extra plugin directory");
+  cmd->callback([o] {
+    const auto rows = engine::run_engine_bench(*o);
+    fmt::print("{}", engine::format_engine_bench(*o, rows));
+  });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,210 @@
+#include "engine/engine_bench.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "bench/decode_bench.hpp"
+#include "engine/engine.hpp"
+#include "model/random_weights.hpp"
+#include "runtime/runtime.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "util/check.hpp"
+
+namespace tessera::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+std::vector<int32_t> bench_prompt(uint64_t seed, int64_t length, int64_t vocab) {
+  std::vector<int32_t> ids(static_cast<size_t>(length));
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 7;
+  for (auto& id : ids) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    id = static_cast<int32_t>(3 + x % static_cast<uint64_t>(vocab - 3));
+  }
+  return ids;
+}
+
+struct Timing {
+  Clock::time_point submitted, first, last;
+  int64_t tokens = 0;
+  bool done = false;
+};
+
+EngineBenchRow run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBenchOptions& o,
+                         int64_t concurrency) {
+  EngineOptions eo;
+  eo.max_running_sequences = std::max<int64_t>(concurrency, 1);
+  eo.max_batched_tokens = std::max<int64_t>(2048, concurrency);
+  eo.chunked_prefill_size = 512;
+  eo.prefix_cache = o.prefix_cache;
+  eo.max_tokens_limit = std::max<int64_t>(o.output_tokens, 1);
+  eo.defaults.max_tokens = o.output_tokens;
+  eo.tensor_parallel = o.tensor_parallel;
+  Engine engine(rt, eo, tok);
+  const int64_t total = o.requests > 0 ? o.requests : std::max<int64_t>(2 * concurrency, 16);
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::map<uint64_t, Timing> timings;
+  int64_t submitted = 0, finished = 0;
+  std::function<void()> submit_one;
+  EventCallback on_event = [&](const Event& e) {
+    const auto now = Clock::now();
+    bool replace = false;
+    {
+      std::lock_guard lock(mutex);
+      Timing& t = timings[e.request_id];
+      if (!e.tokens.empty()) {
+        if (t.tokens == 0) t.first = now;
+        t.last = now;
+        t.tokens += static_cast<int64_t>(e.tokens.size());
+      }
+      if (e.finish) {
+        t.done = true;
+        ++finished;
+        replace = submitted < total;
+        cv.notify_all();
+      }
+    }
+    if (replace) submit_one();  // closed loop: keep `concurrency` requests in flight
+  };
+  submit_one = [&] {
+    Request r;
+    int64_t index = 0;
+    {
+      std::lock_guard lock(mutex);
+      if (submitted >= total) return;
+      index = submitted++;
+    }
+    r.prompt =
+        bench_prompt(static_cast<uint64_t>(index), o.prompt_tokens, rt.model_config().vocab_size);
+    r.max_tokens = o.output_tokens;
+    r.ignore_eos = true;
+    r.sampling.temperature = o.temperature;
+    r.sampling.seed = static_cast<uint64_t>(index);
+    const auto at = Clock::now();
+    const uint64_t id = engine.submit(std::move(r), on_event);
+    std::lock_guard lock(mutex);
+    timings[id].submitted = at;
+  };
+
+  const EngineStats before = engine.stats();
+  const auto start = Clock::now();
+  for (int64_t i = 0; i < concurrency; ++i) submit_one();
+  {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return finished >= total; });
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  engine.wait_idle();
+  const EngineStats after = engine.stats();
+
+  EngineBenchRow row;
+  row.concurrency = concurrency;
+  row.requests = total;
+  row.seconds = wall;
+  std::vector<double> ttft, tpot;
+  int64_t tokens = 0;
+  for (const auto& [id, t] : timings) {
+    tokens += t.tokens;
+    ttft.push_back(std::chrono::duration<double, std::milli>(t.first - t.submitted).count());
+    if (t.tokens > 1)
+      tpot.push_back(std::chrono::duration<double, std::milli>(t.last - t.first).count() /
+                     static_cast<double>(t.tokens - 1));
+  }
+  row.output_tokens_per_second = static_cast<double>(tokens) / wall;
+  const double ps[3] = {0.5, 0.9, 0.99};
+  for (int i = 0; i < 3; ++i) {
+    row.ttft_ms[i] = percentile(ttft, ps[i]);
+    row.tpot_ms[i] = percentile(tpot, ps[i]);
+  }
+  row.steps = after.steps - before.steps;
+  const double host = after.host_seconds - before.host_seconds;
+  const double forward = after.forward_seconds - before.forward_seconds;
+  if (row.steps > 0) {
+    row.tokens_per_step = static_cast<double>(after.batched_tokens - before.batched_tokens) /
+                          static_cast<double>(row.steps);
+    row.step_ms = (host + forward) * 1e3 / static_cast<double>(row.steps);
+    row.host_us_per_step = host * 1e6 / static_cast<double>(row.steps);
+    const double per_step = 1e6 / static_cast<double>(row.steps);
+    row.schedule_us_per_step = (after.schedule_seconds - before.schedule_seconds) * per_step;
+    row.sample_us_per_step = (after.sample_seconds - before.sample_seconds) * per_step;
+    row.output_us_per_step = (after.output_seconds - before.output_seconds) * per_step;
+    row.host_percent = 100.0 * host / std::max(1e-12, host + forward);
+  }
+  return row;
+}
+
+}  // namespace
+
+std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
+  RuntimeOptions ro;
+  if (!o.plugin_dir.empty()) ro.plugin_dirs = {o.plugin_dir};
+  ro.memory_gib = o.memory_gib;
+  ro.max_context = std::max<int64_t>(4096, o.prompt_tokens + o.output_tokens + 1);
+  std::unique_ptr<Runtime> rt;
+  if (!o.model_dir.empty()) {
+    ro.model_dir = o.model_dir;
+    rt = std::make_unique<Runtime>(ro);
+  } else {
+    const dsv4::ModelConfig config = bench::bench_model_config(o.preset);
+    auto weights =
+        std::make_shared<const dsv4::ModelWeights>(dsv4::random_model_weights(config, 7));
+    rt = std::make_unique<Runtime>(ro, config, weights);
+  }
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  if (!o.tokenizer.empty())
+    tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_file(o.tokenizer));
+  std::vector<EngineBenchRow> rows;
+  for (int64_t c : o.concurrency) {
+    TS_CHECK(c >= 1, "concurrency must be at least 1, got {}", c);
+    rows.push_back(run_level(*rt, tok.get(), o, c));
+  }
+  return rows;
+}
+
+std::string format_engine_bench(const EngineBenchOptions& o,
+                                const std::vector<EngineBenchRow>& rows) {
+  std::string s = fmt::format(
+      "engine bench: {}, prompt {} + output {} tokens, tp {}, prefix cache {}, temperature {}\n\n",
+      o.model_dir.empty() ? "preset " + o.preset : o.model_dir, o.prompt_tokens, o.output_tokens,
+      o.tensor_parallel, o.prefix_cache ? "on" : "off", o.temperature);
+  s += "| concurrency | requests | output tok/s | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 "
+       "ms | steps | tokens/step | step ms | host µs/step (schedule + sample + output) | host % "
+       "|\n";
+  s += "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const EngineBenchRow& r : rows)
+    s += fmt::format(
+        "| {} | {} | {:.1f} | {:.1f} / {:.1f} / {:.1f} | {:.2f} / {:.2f} / {:.2f} | {} | {:.1f} | "
+        "{:.2f} | {:.0f} ({:.0f} + {:.0f} + {:.0f}) | {:.1f}% |\n",
+        r.concurrency, r.requests, r.output_tokens_per_second, r.ttft_ms[0], r.ttft_ms[1],
+        r.ttft_ms[2], r.tpot_ms[0], r.tpot_ms[1], r.tpot_ms[2], r.steps, r.tokens_per_step,
+        r.step_ms, r.host_us_per_step, r.schedule_us_per_step, r.sample_us_per_step,
+        r.output_us_per_step, r.host_percent);
+  if (rows.size() >= 2 && rows.front().output_tokens_per_second > 0)
+    s += fmt::format("\nthroughput at concurrency {} = {:.1f}x that at {}\n",
+                     rows.back().concurrency,
+                     rows.back().output_tokens_per_second / rows.front().output_tokens_per_second,
+                     rows.front().concurrency);
+  return s;
+}
+
+}  // namespace tessera::engine

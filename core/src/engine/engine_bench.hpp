@@ -1,0 +1,48 @@
+// `tessera bench engine`: drives requests through the real engine (scheduler, executor, sampler
+// plugin, detokenizer, event dispatcher) at several concurrency levels, closed loop (a finished
+// request is replaced at once), and reports throughput, TTFT / TPOT percentiles and the host
+// overhead per step (step time outside the model forward). Targets live in docs/perf.md, not in
+// tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::engine {
+
+struct EngineBenchOptions {
+  std::string preset = "tiny";  // random weights: "tiny" | "50m" (bench decode's presets)
+  std::string model_dir;        // a checkpoint instead of a preset
+  std::string tokenizer;        // tokenizer.json for detokenization (optional)
+  std::string plugin_dir;
+  std::vector<int64_t> concurrency{1, 64};
+  int64_t requests = 0;  // per level; 0: max(2 * concurrency, 16)
+  int64_t prompt_tokens = 128;
+  int64_t output_tokens = 64;
+  int tensor_parallel = 1;
+  bool prefix_cache = false;
+  double memory_gib = 0.5;
+  double temperature = 1.0;
+};
+
+struct EngineBenchRow {
+  int64_t concurrency = 0;
+  int64_t requests = 0;
+  double seconds = 0;
+  double output_tokens_per_second = 0;
+  double ttft_ms[3] = {0, 0, 0};  // p50, p90, p99
+  double tpot_ms[3] = {0, 0, 0};
+  int64_t steps = 0;
+  double tokens_per_step = 0;
+  double step_ms = 0;
+  double host_us_per_step = 0;
+  double schedule_us_per_step = 0, sample_us_per_step = 0, output_us_per_step = 0;
+  double host_percent = 0;
+};
+
+std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& options);
+std::string format_engine_bench(const EngineBenchOptions& options,
+                                const std::vector<EngineBenchRow>& rows);
+
+}  // namespace tessera::engine
