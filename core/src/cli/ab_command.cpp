@@ -41,7 +41,9 @@ void run_ab_command(const AbArgs& args) {
   std::vector<std::filesystem::path> dirs(args.plugin_dirs.begin(), args.plugin_dirs.end());
   ab::ArmPair arms = ab::load_arm_pair(args.config_a, args.config_b, dirs);
   std::vector<ab::AbPrompt> prompts = ab::load_prompts(args.prompts);
-  ab::tokenize_prompts(prompts, arms.a.tokenizer.get(), arms.a.runtime->model_config().vocab_size);
+  // The stand-in tokenizer of a model without tokenizer.json cannot encode text: refuse it.
+  ab::tokenize_prompts(prompts, arms.a.tokenizer_is_synthetic ? nullptr : arms.a.tokenizer.get(),
+                       arms.a.runtime->model_config().vocab_size);
   ab::AbOptions options;
   options.prompts_path = args.prompts;
   options.max_tokens = args.max_tokens;
