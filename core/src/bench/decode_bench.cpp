@@ -1,5 +1,6 @@
 #include "bench/decode_bench.hpp"
 
+#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,6 +61,11 @@ dsv4::ModelConfig bench_model_config(const std::string& preset) {
 
 DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options) {
   const dsv4::ModelConfig config = bench_model_config(options.preset);
+  // The decode and the copy loop use the same number of threads, so the ratio compares like
+  // with like (and OpenBLAS does not oversubscribe a busy machine).
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  openblas_set_num_threads(threads);
   auto weights = std::make_shared<const dsv4::ModelWeights>(dsv4::random_model_weights(config, 7));
   RuntimeOptions ro;
   if (!options.plugin_dir.empty()) ro.plugin_dirs = {options.plugin_dir};
@@ -91,9 +97,8 @@ DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options) {
   r.weight_bytes_per_token = dsv4::decode_weight_bytes(config);
   r.tokens_per_second = static_cast<double>(options.decode_tokens) / seconds;
   r.weight_gbps = r.tokens_per_second * static_cast<double>(r.weight_bytes_per_token) / 1e9;
-  const int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   r.copy_gbps = measure_copy_bandwidth(threads);
+  r.threads = threads;
   return r;
 }
 

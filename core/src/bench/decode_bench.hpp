@@ -14,7 +14,7 @@ struct DecodeBenchOptions {
   std::string preset = "50m";  // "50m" | "tiny"
   int64_t prompt_tokens = 32;
   int64_t decode_tokens = 64;
-  int threads = 0;  // copy-loop threads; 0: hardware threads
+  int threads = 1;  // BLAS and copy-loop threads; 0: hardware threads
   std::string plugin_dir;
 };
 
@@ -24,6 +24,7 @@ struct DecodeBenchResult {
   double tokens_per_second = 0;
   double weight_gbps = 0;
   double copy_gbps = 0;
+  int threads = 1;
 };
 
 dsv4::ModelConfig bench_model_config(const std::string& preset);
