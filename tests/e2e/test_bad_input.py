@@ -169,3 +169,37 @@ class ProtocolEdgesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class QueueLimitTest(unittest.TestCase):
+    """[limits].max_queue: with one sequence running and one waiting, the next request is refused
+    with 429, Retry-After and the OpenAI error object — and served again once there is room."""
+
+    def test_queue_full_is_429(self):
+        import socket
+        # Long generations, so the queue stays full while the test looks (the tiny model writes
+        # thousands of tokens a second).
+        server = harness.Server(max_context=32768, limits={"max_queue": 1, "max_tokens": 32000},
+                                scheduler={"max_running_sequences": 1}).start()
+        try:
+            long = json.dumps({"messages": MESSAGES, "max_tokens": 32000, "ignore_eos": True,
+                               "stream": True}).encode()
+            socks = []
+            for _ in range(2):
+                s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+                s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                          str(len(long)).encode() + b"\r\n\r\n" + long)
+                socks.append(s)
+            server.wait_metric("vllm:num_requests_running", lambda v: v == 1)
+            server.wait_metric("vllm:num_requests_waiting", lambda v: v == 1)
+            status, headers, body = server.request("POST", CHAT, chat())
+            self.assertEqual(status, 429, body)
+            self.assertEqual(headers.get("retry-after"), "1")
+            self.assertEqual(json.loads(body)["error"]["type"], "rate_limit_error")
+            for s in socks:
+                s.close()
+            server.wait_metric("vllm:num_requests_running", lambda v: v == 0)
+            server.wait_metric("vllm:num_requests_waiting", lambda v: v == 0)
+            self.assertEqual(server.request("POST", CHAT, chat())[0], 200)
+        finally:
+            self.assertEqual(server.stop(), 0, server.log())
