@@ -88,6 +88,11 @@ ts_status HttpServer::start(const ts_engine_api* engine) {
                        std::to_string(bound.port()) + " (model \"" + state_.ctx.model_name +
                        "\", " + std::to_string(state_.options.threads) + " threads" +
                        (state_.options.api_key.empty() ? "" : ", API key required") + ")");
+    state_.logger.info("try: curl http://" + bound.address().to_string() + ":" +
+                       std::to_string(bound.port()) + "/v1/chat/completions" +
+                       (state_.options.api_key.empty() ? "" : " -H 'Authorization: Bearer $KEY'") +
+                       " -H 'Content-Type: application/json' -d '{\"messages\": [{\"role\": "
+                       "\"user\", \"content\": \"Hello!\"}]}'");
     return sdk::ok();
   });
 }
