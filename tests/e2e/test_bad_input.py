@@ -167,10 +167,6 @@ class ProtocolEdgesTest(unittest.TestCase):
         self.assertTrue(r.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200"), r[:200])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class QueueLimitTest(unittest.TestCase):
     """[limits].max_queue: with one sequence running and one waiting, the next request is refused
     with 429, Retry-After and the OpenAI error object — and served again once there is room."""
@@ -179,27 +175,36 @@ class QueueLimitTest(unittest.TestCase):
         import socket
         # Long generations, so the queue stays full while the test looks (the tiny model writes
         # thousands of tokens a second).
+        socks = []
         server = harness.Server(max_context=32768, limits={"max_queue": 1, "max_tokens": 32000},
                                 scheduler={"max_running_sequences": 1}).start()
         try:
             long = json.dumps({"messages": MESSAGES, "max_tokens": 32000, "ignore_eos": True,
                                "stream": True}).encode()
             socks = []
-            for _ in range(2):
+            # One at a time: a second request sent before the first is admitted would itself
+            # find the queue full.
+            for metric in ("vllm:num_requests_running", "vllm:num_requests_waiting"):
                 s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
                 s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                           str(len(long)).encode() + b"\r\n\r\n" + long)
                 socks.append(s)
-            server.wait_metric("vllm:num_requests_running", lambda v: v == 1)
-            server.wait_metric("vllm:num_requests_waiting", lambda v: v == 1)
+                server.wait_metric(metric, lambda v: v == 1)
             status, headers, body = server.request("POST", CHAT, chat())
             self.assertEqual(status, 429, body)
             self.assertEqual(headers.get("retry-after"), "1")
             self.assertEqual(json.loads(body)["error"]["type"], "rate_limit_error")
             for s in socks:
                 s.close()
+            socks = []
             server.wait_metric("vllm:num_requests_running", lambda v: v == 0)
             server.wait_metric("vllm:num_requests_waiting", lambda v: v == 0)
             self.assertEqual(server.request("POST", CHAT, chat())[0], 200)
         finally:
+            for s in socks:
+                s.close()
             self.assertEqual(server.stop(), 0, server.log())
+
+
+if __name__ == "__main__":
+    unittest.main()
