@@ -78,13 +78,15 @@ class DrainTest(unittest.TestCase):
     def test_deadline_aborts_what_is_left(self):
         server = harness.Server(max_context=4096, args=["--drain-timeout", "0.05"],
                                 defaults={"max_tokens": 4000}).start()
-        first, result = threading.Event(), []
-        # Several streams so the work outlasts the 50 ms deadline on any machine.
-        threads = [threading.Thread(target=stream, args=(server, 4000, first, result))
-                   for _ in range(8)]
+        result = []
+        # Several streams so the work outlasts the 50 ms deadline on any machine; all of them
+        # streaming before the signal (a late one would find the listener closed).
+        started = [threading.Event() for _ in range(8)]
+        threads = [threading.Thread(target=stream, args=(server, 4000, e, result)) for e in started]
         for t in threads:
             t.start()
-        self.assertTrue(first.wait(30))
+        for e in started:
+            self.assertTrue(e.wait(30))
         t0 = time.time()
         server.proc.send_signal(signal.SIGTERM)
         for t in threads:
