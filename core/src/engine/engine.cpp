@@ -51,6 +51,8 @@ const char* finish_reason_name(FinishReason reason) {
       return "abort";
     case FinishReason::kError:
       return "error";
+    case FinishReason::kRepetition:
+      return "repetition";
   }
   return "error";
 }
@@ -67,6 +69,10 @@ Engine::Engine(Runtime& runtime, const EngineOptions& options,
                                                      : config.max_position_embeddings;
   eos_.assign(config.eos_token_ids.begin(), config.eos_token_ids.end());
   if (eos_.empty()) eos_.push_back(static_cast<int32_t>(config.eos_token_id));
+  if (tokenizer_ != nullptr) {
+    think_begin_ = tokenizer_->token_to_id("<think>").value_or(-1);
+    think_end_ = tokenizer_->token_to_id("</think>").value_or(-1);
+  }
 
   executor_ = std::make_unique<Executor>(runtime, options_.tensor_parallel, options_.threads);
   const int64_t page = runtime.pools().main.entries_per_page();
@@ -153,6 +159,18 @@ uint64_t Engine::submit(Request request, EventCallback on_event) {
     seq->detokenizer = std::make_unique<tokenizer::IncrementalDetokenizer>(
         *tokenizer_, request.skip_special_tokens);
   seq->stops = StopMatcher(request.stop);
+  const std::string guard_mode = request.repetition_guard.value_or(options_.repetition_mode);
+  if (tokenizer_ != nullptr && guard_mode != "off") {
+    const tokenizer::Tokenizer* tok = tokenizer_;
+    seq->guard.emplace(options_.repetition, [tok](int32_t id) { return tok->token_bytes(id); });
+    seq->stop_on_repetition = guard_mode == "stop";
+  }
+  // Thinking mode: the chat prompt ends with <think>; reasoning runs until </think>.
+  if (think_begin_ >= 0 && !request.prompt.empty() && request.prompt.back() == think_begin_) {
+    seq->in_reasoning = true;
+    seq->max_reasoning_tokens =
+        request.max_reasoning_tokens.value_or(options_.max_reasoning_tokens);
+  }
   seq->submitted = Clock::now();
   seq->request = std::move(request);
   uint64_t id = 0;
@@ -273,6 +291,8 @@ void Engine::finish(Sequence& s, FinishReason reason, Event event, Deliveries& o
   event.usage.prompt_tokens = s.n_prompt;
   event.usage.completion_tokens = s.n_output();
   event.usage.cached_tokens = s.cached_tokens;
+  event.usage.reasoning_tokens = s.reasoning_tokens;
+  event.usage.repetition_hits = s.repetition_hits;
   out.push_back({s.on_event, std::move(event)});
   finished_.push_back(s.id);  // leaves in_flight when the stats are published
   ++loop_stats_.finished;
@@ -350,25 +370,45 @@ void Engine::accept_token(Sequence& s, const SampledToken& t, Deliveries& out) {
     finish(s, FinishReason::kError, std::move(ev), out);
     return;
   }
-  s.tokens.push_back(t.token);
+  int32_t token = t.token;
+  if (s.in_reasoning && think_end_ >= 0) {
+    // Reasoning budget: close the thinking block ourselves when it has used its budget, or when
+    // only min_answer_tokens of max_tokens are left for the answer.
+    const bool over_budget =
+        s.max_reasoning_tokens > 0 && s.reasoning_tokens >= s.max_reasoning_tokens;
+    const bool answer_squeezed =
+        options_.min_answer_tokens > 0 && s.max_tokens - s.n_output() <= options_.min_answer_tokens;
+    if (over_budget || answer_squeezed) token = think_end_;
+    if (token == think_end_) {
+      s.in_reasoning = false;
+    } else {
+      ++s.reasoning_tokens;
+    }
+  }
+  s.tokens.push_back(token);
   ++loop_stats_.generated_tokens;
-  ev.tokens.push_back(t.token);
-  if (s.params.logprobs != 0) ev.logprobs.push_back({t.token, t.logprob, t.top});
+  ev.tokens.push_back(token);
+  if (s.params.logprobs != 0) ev.logprobs.push_back({token, t.logprob, t.top});
 
   std::optional<FinishReason> reason;
   const std::vector<int32_t>& stop_ids = s.request.stop_token_ids;
-  if ((!s.request.ignore_eos && std::find(eos_.begin(), eos_.end(), t.token) != eos_.end()) ||
-      std::find(stop_ids.begin(), stop_ids.end(), t.token) != stop_ids.end()) {
+  if ((!s.request.ignore_eos && std::find(eos_.begin(), eos_.end(), token) != eos_.end()) ||
+      std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
     reason = FinishReason::kStop;
-    ev.stop_token = t.token;
+    ev.stop_token = token;
   } else {
-    const std::string piece = s.detokenizer ? s.detokenizer->push(t.token) : std::string();
+    const std::string piece = s.detokenizer ? s.detokenizer->push(token) : std::string();
     StopMatcher::Result r = s.stops.push(piece);
     ev.text = std::move(r.text);
     if (r.matched) {
       reason = FinishReason::kStop;
       ev.stop_string = s.request.stop[*r.matched];
     }
+  }
+  if (!reason && s.guard && s.guard->push(token)) {
+    ++s.repetition_hits;
+    ++loop_stats_.repetition_hits;
+    if (s.stop_on_repetition) reason = FinishReason::kRepetition;
   }
   if (!reason &&
       (s.n_output() >= s.max_tokens || static_cast<int64_t>(s.tokens.size()) >= s.max_total))

@@ -44,6 +44,7 @@ struct EngineStats {
   int64_t prefix_hit_tokens = 0;  // tokens whose prefill the prefix cache saved
   int64_t prefix_evictions = 0;   // prefix-cache blocks dropped to make room
   int64_t generated_tokens = 0;
+  int64_t repetition_hits = 0;  // tokens at which a repetition guard saw a loop
   int64_t batched_tokens = 0;   // tokens run through the model
   double forward_seconds = 0;   // all ranks' forward, as seen by rank 0
   double host_seconds = 0;      // the rest of each step: scheduling, sampling, stops, events
@@ -97,6 +98,7 @@ class Engine {
   int64_t max_context_ = 0;
   int64_t prefix_block_ = 0;
   std::vector<int32_t> eos_;
+  int32_t think_begin_ = -1, think_end_ = -1;  // <think>, </think> ids (-1: no tokenizer/none)
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<PrefixCache> prefix_;
   std::unique_ptr<Scheduler> scheduler_;

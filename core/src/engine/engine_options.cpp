@@ -15,6 +15,12 @@ EngineOptions EngineOptions::from_config(const Config& config) {
   o.defaults = config.sampler.defaults;
   o.tensor_parallel = static_cast<int>(config.executor.tensor_parallel);
   o.threads = static_cast<int>(config.executor.threads);
+  const auto& guard = config.generation.repetition_guard;
+  o.repetition_mode = guard.mode;
+  if (guard.min_repeats > 0) o.repetition.min_repeats = guard.min_repeats;
+  if (guard.max_ngram > 0) o.repetition.max_ngram = guard.max_ngram;
+  o.max_reasoning_tokens = config.generation.max_reasoning_tokens;
+  o.min_answer_tokens = config.generation.min_answer_tokens;
   return o;
 }
 

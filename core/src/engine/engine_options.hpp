@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "config/config.hpp"
+#include "generation/repetition_guard.hpp"
 
 namespace tessera::engine {
 
@@ -19,7 +21,11 @@ struct EngineOptions {
   int64_t max_queue = 1024;  // requests waiting for a slot
   SamplingDefaults defaults{1.0, 1.0, 0, 0.0, 1.0, 0.0, 0.0, 4096, -1};
   int tensor_parallel = 1;
-  int threads = 0;  // CPU threads for all ranks (0: hardware threads)
+  int threads = 0;                       // CPU threads for all ranks (0: hardware threads)
+  std::string repetition_mode = "stop";  // [generation.repetition_guard] mode
+  generation::RepetitionGuardOptions repetition;
+  int64_t max_reasoning_tokens = 0;  // 0: unlimited
+  int64_t min_answer_tokens = 0;     // reasoning closes once fewer output tokens than this remain
 
   static EngineOptions from_config(const Config& config);
 };

@@ -38,15 +38,23 @@ struct Request {
   bool skip_special_tokens = true;
   std::string cache_salt;  // prefix-cache isolation domain: only equal salts share pages
   int32_t priority = 0;    // lower runs first and is preempted last (vLLM convention)
+  // Degeneration guard for this request ("off" | "warn" | "stop"); unset: [generation] default.
+  std::optional<std::string> repetition_guard;
+  // Thinking budget: once this many tokens of reasoning (after a prompt ending in <think>) are
+  // generated, the engine emits </think> itself so the answer gets room; unset: [generation].
+  std::optional<int64_t> max_reasoning_tokens;
 };
 
-enum class FinishReason { kStop, kLength, kAbort, kError };
-const char* finish_reason_name(FinishReason reason);  // "stop", "length", "abort", "error"
+// kRepetition: the repetition guard saw a loop (a documented extension of OpenAI's reasons).
+enum class FinishReason { kStop, kLength, kAbort, kError, kRepetition };
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", ..., "repetition"
 
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache (first admission)
+  int64_t cached_tokens = 0;     // prompt tokens served from the prefix cache (first admission)
+  int64_t reasoning_tokens = 0;  // output tokens inside the thinking segment
+  int64_t repetition_hits = 0;   // tokens at which the repetition guard saw a loop
 };
 
 struct TokenLogprob {

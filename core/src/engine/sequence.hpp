@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/request.hpp"
 #include "engine/stop_matcher.hpp"
+#include "generation/repetition_guard.hpp"
 #include "tessera/plugin_abi.h"
 #include "tokenizer/incremental_detokenizer.hpp"
 
@@ -43,6 +45,13 @@ struct Sequence {
 
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
   StopMatcher stops;
+  // Degeneration and thinking budget (docs/generation.md); the guard needs a tokenizer.
+  std::optional<generation::RepetitionGuard> guard;
+  bool stop_on_repetition = false;
+  int64_t repetition_hits = 0;
+  bool in_reasoning = false;  // the prompt opened <think> and no </think> came yet
+  int64_t reasoning_tokens = 0;
+  int64_t max_reasoning_tokens = 0;  // 0: unlimited
 
   std::chrono::steady_clock::time_point submitted;
 

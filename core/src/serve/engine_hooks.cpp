@@ -15,6 +15,7 @@ EngineSnapshot engine_snapshot(const engine::EngineStats& stats, const ts_kv_lay
   s.prefix_cache_queries = stats.prefill_tokens + stats.prefix_hit_tokens;
   s.prefix_cache_hits = stats.prefix_hit_tokens;
   s.preemptions = stats.preemptions;
+  s.degenerate_outputs = stats.repetition_hits;
   s.kv_bytes_per_entry = static_cast<int64_t>(main_layout.bytes_per_entry);
   s.kv_pages_total = stats.main_pages_total;
   s.steps = stats.steps;

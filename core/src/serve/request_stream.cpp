@@ -33,6 +33,8 @@ Finish finish_kind(engine::FinishReason r) {
       return Finish::kLength;
     case engine::FinishReason::kAbort:
       return Finish::kAbort;
+    case engine::FinishReason::kRepetition:
+      return Finish::kRepetition;
     default:
       return Finish::kError;
   }

@@ -14,7 +14,7 @@ const std::vector<double> kE2eBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0, 
                                          5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                          60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
-constexpr const char* kFinishNames[] = {"stop", "length", "abort", "error"};
+constexpr const char* kFinishNames[] = {"stop", "length", "abort", "error", "repetition"};
 
 }  // namespace
 

@@ -35,7 +35,7 @@ struct EngineSnapshot {
   int64_t degenerate_outputs = 0;                // repetition guard hits (counter)
 };
 
-enum class Finish { kStop, kLength, kAbort, kError, kCount };
+enum class Finish { kStop, kLength, kAbort, kError, kRepetition, kCount };
 
 class ServeMetrics {
  public:

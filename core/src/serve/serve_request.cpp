@@ -184,6 +184,13 @@ ServeRequest parse_serve_request(std::string_view request_json,
     q.cache_salt = salt->get<std::string>();
   }
   q.priority = static_cast<int32_t>(integer(r, "priority", -1000000, 1000000).value_or(0));
+  // Tessera extensions (docs/generation.md): the thinking budget and the degeneration guard.
+  q.max_reasoning_tokens = integer(r, "max_reasoning_tokens", 0, 1 << 30);
+  if (const Json* guard = field(r, "repetition_guard")) {
+    if (!guard->is_string() || (*guard != "off" && *guard != "warn" && *guard != "stop"))
+      invalid("'repetition_guard' must be one of \"off\", \"warn\", \"stop\"");
+    q.repetition_guard = guard->get<std::string>();
+  }
 
   // Refused before anything is queued: vLLM's rule and wording.
   const auto prompt_tokens = static_cast<int64_t>(q.prompt.size());
