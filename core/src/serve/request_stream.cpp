@@ -194,7 +194,10 @@ void RequestStream::on_engine_event(std::size_t index, const engine::Event& even
              {"stop_reason", stop_reason}}));
   completion_tokens_ += event.usage.completion_tokens;
   cached_tokens_ = std::max(cached_tokens_, event.usage.cached_tokens);
-  if (c.splitter) reasoning_tokens_ += c.splitter->reasoning_tokens();
+  if (c.splitter) {
+    reasoning_tokens_ += c.splitter->reasoning_tokens();
+    metrics_.reasoning_finished(c.splitter->reasoning_tokens());
+  }
   metrics_.request_finished(finish_kind(*event.finish), prompt_tokens_,
                             event.usage.completion_tokens,
                             std::chrono::duration<double>(now - submitted_).count(), max_tokens_,

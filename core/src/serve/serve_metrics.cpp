@@ -26,7 +26,9 @@ ServeMetrics::ServeMetrics(int64_t max_context)
       generation_tokens_hist_(
           buckets_1_2_5(static_cast<double>(std::max<int64_t>(max_context, 1)))),
       max_tokens_hist_(buckets_1_2_5(static_cast<double>(std::max<int64_t>(max_context, 1)))),
-      n_hist_({1, 2, 5, 10, 20}) {}
+      n_hist_({1, 2, 5, 10, 20}),
+      reasoning_tokens_hist_(
+          buckets_1_2_5(static_cast<double>(std::max<int64_t>(max_context, 1)))) {}
 
 void ServeMetrics::request_finished(Finish finish, int64_t prompt_tokens, int64_t generation_tokens,
                                     double e2e_seconds, int64_t max_tokens, int64_t n) {
@@ -93,6 +95,9 @@ std::string ServeMetrics::exposition(const std::string& model_name,
   histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
             max_tokens_hist_);
   histogram("vllm:request_params_n", "Histogram of the n request parameter.", n_hist_);
+  histogram("tessera:request_reasoning_tokens",
+            "Histogram of the tokens each choice spent in its thinking segment.",
+            reasoning_tokens_hist_);
 
   counter("tessera:requests_started_total", "Choices submitted to the engine.",
           static_cast<double>(started_.load(std::memory_order_relaxed)));

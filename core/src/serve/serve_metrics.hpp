@@ -50,6 +50,10 @@ class ServeMetrics {
   // One choice finished.
   void request_finished(Finish finish, int64_t prompt_tokens, int64_t generation_tokens,
                         double e2e_seconds, int64_t max_tokens, int64_t n);
+  // Tokens a choice spent thinking (tessera:request_reasoning_tokens histogram).
+  void reasoning_finished(int64_t reasoning_tokens) {
+    reasoning_tokens_hist_.observe(static_cast<double>(reasoning_tokens));
+  }
   void request_refused() noexcept { refused_.fetch_add(1, std::memory_order_relaxed); }
 
   [[nodiscard]] std::string exposition(const std::string& model_name,
@@ -63,6 +67,7 @@ class ServeMetrics {
   Histogram generation_tokens_hist_;
   Histogram max_tokens_hist_;
   Histogram n_hist_;
+  Histogram reasoning_tokens_hist_;
   std::atomic<int64_t> prompt_tokens_{0};
   std::atomic<int64_t> generation_tokens_{0};
   std::atomic<int64_t> started_{0};
