@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/tools/build.sh"
 cd "$here"
 cat <<'MSG'
-Serving models/tiny-dsv4 on http://127.0.0.1:8000 (OpenAI-compatible). Try:
+Serving models/tiny-dsv4 on http://127.0.0.1:8000 (OpenAI-compatible) and gRPC 127.0.0.1:50051. Try:
   curl -s http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \
     -d '{"model":"tiny-dsv4","messages":[{"role":"user","content":"What does the word grace mean?"}],"max_tokens":60}'
 MSG
