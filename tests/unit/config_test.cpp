@@ -338,9 +338,11 @@ TEST(ConfigFiles, TinyCpuSaysWhatItsCommentsSay) {
   EXPECT_EQ(c.attention.plugin, "reference");
   EXPECT_DOUBLE_EQ(c.sampler.defaults.temperature, 0.6);
   EXPECT_DOUBLE_EQ(c.sampler.defaults.top_p, 0.95);
-  ASSERT_EQ(c.frontends.size(), 1u);
+  ASSERT_EQ(c.frontends.size(), 2u);
   EXPECT_EQ(c.frontends[0].plugin, "http");
   EXPECT_EQ(json::parse(c.frontends[0].options_json)["listen"], "127.0.0.1:8000");
+  EXPECT_EQ(c.frontends[1].plugin, "grpc");
+  EXPECT_EQ(json::parse(c.frontends[1].options_json)["listen"], "127.0.0.1:50051");
   const Config fp8 = load_config_file(kSourceDir / "configs/tiny-cpu-fp8.toml");
   EXPECT_EQ(fp8.kv_cache.plugin, "fp8");
 }
