@@ -150,6 +150,12 @@ ts_status HttpServer::stop(std::int64_t deadline_ms) {
     wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(2),
                [&] { return state_.metrics.open_connections() == 0; });
     shut_down_threads();
+    // The close posted in step 1 may never have run: ioc_.stop() drops queued handlers. With the
+    // threads joined nothing else touches the acceptor, so close it here for certain.
+    if (acceptor_) {
+      boost::system::error_code ignored;
+      acceptor_->close(ignored);
+    }
     state_.logger.info("stopped");
     return sdk::ok();
   });

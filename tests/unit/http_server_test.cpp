@@ -4,6 +4,8 @@
 // and a stop that closes the listener.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -124,11 +126,15 @@ TEST_F(HttpServerTest, LoadingThenDrainingAsClientsSeeIt) {
   EXPECT_EQ(draining.body, "draining\n");
 
   host.stop_all(std::chrono::milliseconds(100));
+  // The listener closes on the server's own thread; give it up to 2 s to let go of the port.
   net::io_context ioc;
-  net::ip::tcp::socket socket(ioc);
   boost::system::error_code ec;
-  socket.connect({net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)}, ec);
-  EXPECT_TRUE(ec) << "still accepting after stop";
+  for (int attempt = 0; attempt < 40 && !ec; ++attempt) {
+    net::ip::tcp::socket socket(ioc);
+    socket.connect({net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)}, ec);
+    if (!ec) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ec) << "still accepting 2 s after stop";
 }
 
 TEST_F(HttpServerTest, TwoFrontendsFromOneConfiguration) {
