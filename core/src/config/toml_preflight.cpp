@@ -113,8 +113,10 @@ class Scanner {
           return problem(
               "non-ASCII character right after a line-ending backslash: toml++ 3.3 "
               "cannot parse it safely (toml++ issue #190); write it as \\uXXXX");
-      } else if (look == pos_ + 1 && look < text_.size() && !is_ascii(text_[look])) {
-        // Not a valid escape; toml++ asks whether it is whitespace before saying so.
+      } else if (look < text_.size() && !is_ascii(text_[look])) {
+        // Not a valid escape (directly, or after spaces and tabs that did not reach a newline);
+        // toml++ asks whether the character is whitespace before saying so, and that check is
+        // the undefined behaviour of toml++ issue #190.
         advance(1);
         return problem("non-ASCII character after a backslash is not an escape sequence");
       } else {
