@@ -4,6 +4,7 @@
 //    as "file:line:col: message";
 //  - a loaded Config holds only values the schema allows (ranges, choices, non-empty strings),
 //    obeys the rules between keys, and carries plugin options as JSON objects.
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -81,6 +82,18 @@ void check_config(tessera::Config& config) {
           "max_running_sequences > max_batched_tokens");
   require(config.scheduler.chunked_prefill_size <= config.scheduler.max_batched_tokens,
           "chunked_prefill_size > max_batched_tokens");
+  // [ab]: none or at least two arms, as named; each arm a configuration the schema allows.
+  require(config.ab.arms.size() == config.ab.arm_names.size() && config.ab.arms.size() != 1,
+          "[ab] arms do not match ab.arms");
+  for (std::size_t i = 0; i < config.ab.arms.size(); ++i) {
+    const auto& arm = config.ab.arms[i];
+    require(arm.name == config.ab.arm_names[i], "arm out of order", arm.name);
+    require(std::isfinite(arm.weight) && arm.weight >= 0, "bad arm weight", arm.name);
+    tessera::Config arm_config = config.for_arm(i);
+    for (const auto& spec : tessera::config_schema::keys()) check_value(spec, arm_config);
+    require(arm_config.sampler.defaults.max_tokens <= arm_config.limits.max_tokens,
+            "an arm's sampler.defaults.max_tokens > limits.max_tokens", arm.name);
+  }
   for (const auto& use : config.plugin_uses()) {
     require(!use.name.empty(), "plugin without a name", use.section);
     const auto options = nlohmann::json::parse(use.options_json, nullptr, false);

@@ -65,7 +65,29 @@ std::vector<PluginUse> Config::plugin_uses() const {
                              fmt::format("[[frontend]] entry {}", i + 1), f.plugin_location,
                              f.table_location});
   }
+  for (const AbArm& arm : ab.arms) {
+    // Only the tables the arm writes: the others are the top-level ones, already listed.
+    const auto add_arm = [&](ts_plugin_kind kind, std::string_view table, const std::string& name,
+                             const std::string& options) {
+      const std::string prefix = fmt::format("ab.{}.{}", arm.name, table);
+      if (!locations.count(prefix)) return;
+      add_section(kind, prefix, name, options);
+    };
+    add_arm(TS_KIND_KV_CACHE, "kv_cache", arm.kv_cache.plugin, arm.kv_cache.options_json);
+    add_arm(TS_KIND_ATTENTION, "attention", arm.attention.plugin, arm.attention.options_json);
+    add_arm(TS_KIND_SAMPLER, "sampler", arm.sampler.plugin, arm.sampler.options_json);
+  }
   return uses;
+}
+
+Config Config::for_arm(std::size_t index) const {
+  TS_CHECK(index < ab.arms.size(), "[ab] has no arm {}", index);
+  Config config = *this;
+  const AbArm& arm = ab.arms[index];
+  config.kv_cache = arm.kv_cache;
+  config.attention = arm.attention;
+  config.sampler = arm.sampler;
+  return config;
 }
 
 Config default_config() {

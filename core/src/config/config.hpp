@@ -129,6 +129,24 @@ struct LogSection {
   std::string level;  // "trace" | "debug" | "info" | "warn" | "error" | "off"
 };
 
+// Live A/B (docs/ab.md): one arm of [ab]. Its kv_cache, attention and sampler tables are the
+// top-level ones with the arm's [ab.<name>.kv_cache] ... written over them (an arm that names
+// another plugin starts from that plugin's default options); model, executor, scheduler and the
+// rest are shared by every arm.
+struct AbArm {
+  std::string name;   // [a-z0-9_-]{1,32}
+  double weight = 1;  // share of the traffic (the weights need not sum to 1)
+  KvCacheSection kv_cache;
+  AttentionSection attention;
+  SamplerSection sampler;
+};
+
+struct AbSection {
+  std::vector<std::string> arm_names;  // [ab].arms as written; empty: A/B is off
+  std::int64_t report_window = 0;      // recent requests behind /v1/ab/report's percentiles
+  std::vector<AbArm> arms;             // one per name, in the same order
+};
+
 // One plugin the configuration asks for, with where it was asked for (for error messages).
 struct PluginUse {
   ts_plugin_kind kind;
@@ -152,6 +170,7 @@ struct Config {
   GenerationSection generation;
   PluginsSection plugins;
   LogSection log;
+  AbSection ab;
 
   // Where each key and table was written, by dotted path ("kv_cache.page_size", "sampler"). Keys
   // left to their default are absent.
@@ -160,8 +179,12 @@ struct Config {
   // The location of `dotted_path`, else of its nearest written parent table, else file:1:1.
   SourceLocation location_of(std::string_view dotted_path) const;
 
-  // kv_cache, attention, sampler, then every frontend in file order.
+  // kv_cache, attention, sampler, then every frontend in file order, then the plugin tables each
+  // [ab] arm writes.
   std::vector<PluginUse> plugin_uses() const;
+
+  // The configuration arm `index` of [ab] runs: this one with the arm's plugin tables.
+  Config for_arm(std::size_t index) const;
 };
 
 // A Config holding every documented default (model.path, which is required, stays empty).

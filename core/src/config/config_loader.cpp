@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -58,17 +59,22 @@ class ConfigLoader {
     walk_fixed_table(root, "");
     check_required_keys();
     check_cross_key_rules();
+    if (ab_node_ != nullptr) read_ab(*ab_node_);  // arms start from the finished top level
     diagnostics_.throw_if_any();
     return std::move(config_);
   }
 
  private:
   void walk_fixed_table(const toml::table& table, std::string_view path) {
-    if (!path.empty()) config_.locations[std::string(path)] = diagnostics_.at(table.source());
+    if (!path.empty()) config_.locations[prefix_ + std::string(path)] = at(table.source());
     for (const auto& [key, node] : table) {
       const std::string_view name = key.str();
+      if (path.empty() && prefix_.empty() && name == "ab") {
+        ab_node_ = &node;  // read last: each arm is the finished top level plus its own tables
+        continue;
+      }
       if (const schema::KeySpec* spec = schema::find_key(path, name)) {
-        config_.locations[spec->dotted_path()] = diagnostics_.at(key.source());
+        config_.locations[prefix_ + spec->dotted_path()] = at(key.source());
         read_value(*spec, node);
         continue;
       }
@@ -81,7 +87,8 @@ class ConfigLoader {
         continue;
       }
       diagnostics_.add(key.source(),
-                       fmt::format("unknown key `{}`{}{}", printable(name), where_in(path),
+                       fmt::format("unknown key `{}`{}{}", printable(name),
+                                   where_in(prefix_ + std::string(path)),
                                    did_you_mean(name, schema::names_in_table(path), "`")));
     }
   }
@@ -92,19 +99,19 @@ class ConfigLoader {
       return;
     }
     const toml::table* table = node.as_table();
+    const std::string path = prefix_ + std::string(spec.path);
     if (table == nullptr) {
-      failed_.insert(std::string(spec.path));
+      failed_.insert(path);
       diagnostics_.add(node.source(),
-                       fmt::format("`{}` must be a table, got {}", spec.path, describe_type(node)));
+                       fmt::format("`{}` must be a table, got {}", path, describe_type(node)));
       return;
     }
     if (spec.kind == schema::TableKind::kFixed) {
       walk_fixed_table(*table, spec.path);
       return;
     }
-    config_.locations[std::string(spec.path)] = diagnostics_.at(table->source());
-    spec.options_field(config_) =
-        config_detail::toml_to_json(*table, spec.path, diagnostics_).dump();
+    config_.locations[path] = at(table->source());
+    spec.options_field(config_) = config_detail::toml_to_json(*table, path, diagnostics_).dump();
   }
 
   // [[frontend]]: each entry names its plugin; every other key is that plugin's option.
@@ -158,7 +165,7 @@ class ConfigLoader {
   }
 
   void read_value(const schema::KeySpec& spec, const toml::node& node) {
-    const std::string path = spec.dotted_path();
+    const std::string path = prefix_ + spec.dotted_path();
     const auto wrong_type = [&](std::string_view expected) {
       failed_.insert(path);
       diagnostics_.add(node.source(),
@@ -272,9 +279,11 @@ class ConfigLoader {
   // `small` must not exceed `large`. When the file left `small` to its default, the default
   // follows `large` down (a lowered limit drags the defaults below it along); when the file wrote
   // both, the contradiction is an error at the `small` key.
-  void require_at_most(std::string_view small_path, std::int64_t& small,
-                       std::string_view large_path, std::int64_t large) {
+  // Inside an [ab] arm, `small` is the arm's key (prefix_) and `large` the shared one.
+  void require_at_most(std::string_view small_key, std::int64_t& small, std::string_view large_path,
+                       std::int64_t large) {
     if (small <= large) return;
+    const std::string small_path = prefix_ + std::string(small_key);
     if (failed_.count(small_path) || failed_.count(large_path)) return;
     if (!config_.locations.count(small_path)) {
       small = large;
@@ -301,9 +310,140 @@ class ConfigLoader {
                     "scheduler.max_batched_tokens", c.scheduler.max_batched_tokens);
   }
 
+  SourceLocation at(const toml::source_region& where) const { return diagnostics_.at(where); }
+
+  // ------------------------------------------------------------------ [ab]
+  void read_ab(const toml::node& node) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) {
+      diagnostics_.add(node.source(),
+                       fmt::format("`ab` must be a table, got {}", describe_type(node)));
+      return;
+    }
+    config_.locations["ab"] = at(table->source());
+    for (const auto& [key, value] : *table) {  // its own keys first: they name the arms
+      if (const schema::KeySpec* spec = schema::find_key("ab", key.str())) {
+        config_.locations[spec->dotted_path()] = at(key.source());
+        read_value(*spec, value);
+      }
+    }
+    const std::vector<std::string> names =
+        config_.ab.arm_names;  // a copy: read_arm reassigns config_
+    check_arm_names(names);
+    std::vector<std::string> allowed = schema::names_in_table("ab");
+    allowed.insert(allowed.end(), names.begin(), names.end());
+    for (const auto& [key, value] : *table) {
+      const std::string_view name = key.str();
+      if (schema::find_key("ab", name) != nullptr ||
+          std::find(names.begin(), names.end(), name) != names.end())
+        continue;
+      diagnostics_.add(key.source(),
+                       fmt::format("unknown key `{}` in [ab] (an arm's table needs its name in "
+                                   "`ab.arms`){}",
+                                   printable(name), did_you_mean(name, allowed, "`")));
+    }
+    if (failed_.count("ab.arms")) return;
+    double total_weight = 0;
+    for (const std::string& name : names) {
+      config_.ab.arms.push_back(read_arm(name, table->get(name)));
+      total_weight += config_.ab.arms.back().weight;
+    }
+    if (!names.empty() && !(total_weight > 0))
+      diagnostics_.add(config_.location_of("ab"),
+                       "the weights of the [ab] arms sum to 0: no arm would get traffic");
+  }
+
+  void check_arm_names(const std::vector<std::string>& names) {
+    const auto fail = [&](std::string message) {
+      failed_.insert("ab.arms");
+      diagnostics_.add(config_.location_of("ab.arms"), std::move(message));
+    };
+    if (names.size() == 1)
+      return fail("`ab.arms` needs at least two arms (or none, to turn A/B off)");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string& n = names[i];
+      const bool valid =
+          n.size() <= 32 && std::all_of(n.begin(), n.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+          });
+      if (!valid)
+        return fail(
+            fmt::format("arm name \"{}\" in `ab.arms` must be 1-32 characters of "
+                        "a-z, 0-9, _ and -",
+                        printable(n)));
+      if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), n) !=
+          names.begin() + static_cast<std::ptrdiff_t>(i))
+        return fail(fmt::format("arm \"{}\" is named twice in `ab.arms`", n));
+    }
+  }
+
+  // The top-level plugin tables with [ab.<name>]'s written over them.
+  AbArm read_arm(const std::string& name, const toml::node* node) {
+    AbArm arm{name, 1.0, config_.kv_cache, config_.attention, config_.sampler};
+    if (node == nullptr) return arm;
+    const toml::table* table = node->as_table();
+    if (table == nullptr) {
+      diagnostics_.add(node->source(),
+                       fmt::format("`ab.{}` must be a table, got {}", name, describe_type(*node)));
+      return arm;
+    }
+    Config top = config_;
+    prefix_ = fmt::format("ab.{}.", name);
+    config_.locations["ab." + name] = at(table->source());
+    const Config defaults = default_config();
+    for (const auto& [key, value] : *table) {
+      const std::string_view k = key.str();
+      if (k == "weight") {
+        const double w = value.is_integer() ? static_cast<double>(value.as_integer()->get())
+                         : value.is_floating_point() ? value.as_floating_point()->get()
+                                                     : -1.0;
+        if (w >= 0 && std::isfinite(w))
+          arm.weight = w;
+        else
+          diagnostics_.add(value.source(),
+                           fmt::format("`ab.{}.weight` must be a finite number >= 0, got {}", name,
+                                       value.is_number() ? "a negative or infinite number"
+                                                         : describe_type(value)));
+      } else if (k == "kv_cache" || k == "attention" || k == "sampler") {
+        // Another plugin than the top level's: its options start from the defaults.
+        if (const auto* sub = value.as_table()) {
+          const auto* plugin = sub->get_as<std::string>("plugin");
+          std::string* options = k == "kv_cache"    ? &config_.kv_cache.options_json
+                                 : k == "attention" ? &config_.attention.options_json
+                                                    : &config_.sampler.options_json;
+          const std::string& current = k == "kv_cache"    ? config_.kv_cache.plugin
+                                       : k == "attention" ? config_.attention.plugin
+                                                          : config_.sampler.plugin;
+          if (plugin != nullptr && plugin->get() != current)
+            *options = k == "kv_cache"    ? defaults.kv_cache.options_json
+                       : k == "attention" ? defaults.attention.options_json
+                                          : defaults.sampler.options_json;
+        }
+        read_table(*schema::find_table(k), value);
+      } else {
+        diagnostics_.add(
+            key.source(),
+            fmt::format("unknown key `{}` in [ab.{}]{}", printable(k), name,
+                        did_you_mean(k, {"weight", "kv_cache", "attention", "sampler"}, "`")));
+      }
+    }
+    require_at_most("sampler.defaults.max_tokens", config_.sampler.defaults.max_tokens,
+                    "limits.max_tokens", config_.limits.max_tokens);
+    arm.kv_cache = config_.kv_cache;
+    arm.attention = config_.attention;
+    arm.sampler = config_.sampler;
+    auto locations = std::move(config_.locations);
+    config_ = std::move(top);
+    config_.locations = std::move(locations);
+    prefix_.clear();
+    return arm;
+  }
+
   Config config_;
   DiagnosticCollector diagnostics_;
   std::set<std::string, std::less<>> failed_;  // keys/tables already reported
+  std::string prefix_;                         // "ab.<arm>." while reading an arm's tables
+  const toml::node* ab_node_ = nullptr;
 };
 
 }  // namespace
@@ -314,6 +454,10 @@ Config load_config_string(std::string_view text, std::string_view virtual_name) 
   toml::table root;
   try {
     // Both arguments as string_view: two literals are ambiguous in toml++ 3.3 (TOOLCHAIN #5).
+    // The ASCII shadow first: its errors are the text's, found without the toml++ 3.3 UB
+    // (toml_preflight.hpp).
+    if (const auto shadow = config_detail::ascii_shadow(text))
+      (void)toml::parse(std::string_view(*shadow), std::string_view(virtual_name));
     root = toml::parse(std::string_view(text), std::string_view(virtual_name));
   } catch (const toml::parse_error& e) {
     DiagnosticCollector diagnostics{std::string(virtual_name)};

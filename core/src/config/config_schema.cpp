@@ -78,6 +78,15 @@ const std::vector<TableSpec>& tables() {
       {"generation.repetition_guard", TableKind::kFixed, nullptr,
        "Degeneration detector: the output ends with an n-gram (length 1..max_ngram) repeated "
        "back to back at least min_repeats times."},
+      {"ab", TableKind::kFixed, nullptr,
+       "Live A/B test (docs/ab.md): one server, two or more arms sharing the weights. Each arm "
+       "named in `arms` may have a table `[ab.<arm>]` with `weight` (share of the traffic, "
+       "default 1) and its own `kv_cache`, `attention` and `sampler` tables (with `options` and "
+       "`sampler.defaults`), written over the top-level ones; an arm that names another plugin "
+       "starts from that plugin's default options. A request is assigned by a hash of its "
+       "`user` field (else its `X-Request-Id` header, else at random) or pinned with the "
+       "`X-Tessera-Arm` header; /metrics labels every series with `arm` and `/v1/ab/report` "
+       "returns the running comparison."},
       {"plugins", TableKind::kFixed, nullptr, "Where plugins are looked for."},
       {"log", TableKind::kFixed, nullptr, "Logging."},
   };
@@ -188,6 +197,12 @@ const std::vector<KeySpec>& keys() {
       integer("generation", "min_answer_tokens", TS_CONFIG_FIELD(generation.min_answer_tokens), 0,
               {0, kMebi},
               "Tokens of max_tokens kept for the answer: reasoning is closed once fewer remain."),
+      // [ab]
+      string_list("ab", "arms", TS_CONFIG_FIELD(ab.arm_names), {},
+                  "Names of the arms ([a-z0-9_-], at most 32 characters), at least two; empty "
+                  "turns A/B off."),
+      integer("ab", "report_window", TS_CONFIG_FIELD(ab.report_window), 4096, {16, kMebi},
+              "Most recent requests per arm behind the latency percentiles of /v1/ab/report."),
       // [plugins]
       string_list("plugins", "search_path", TS_CONFIG_FIELD(plugins.search_path), {},
                   "Directories searched for plugins before the default path "

@@ -137,7 +137,47 @@ class Scanner {
   std::int64_t column_ = 1;
 };
 
+// Length of the well-formed UTF-8 sequence (Unicode 15, table 3-7) starting at text[i], or 0.
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) {
+    return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u;
+  };
+  const auto in = [](unsigned v, unsigned lo, unsigned hi) { return v >= lo && v <= hi; };
+  const unsigned b0 = byte(0);
+  const unsigned b1 = byte(1);
+  if (in(b0, 0xc2, 0xdf)) return in(b1, 0x80, 0xbf) ? 2 : 0;
+  if (in(b0, 0xe0, 0xef)) {
+    const unsigned lo = b0 == 0xe0 ? 0xa0 : 0x80;
+    const unsigned hi = b0 == 0xed ? 0x9f : 0xbf;  // no surrogates
+    return in(b1, lo, hi) && in(byte(2), 0x80, 0xbf) ? 3 : 0;
+  }
+  if (in(b0, 0xf0, 0xf4)) {
+    const unsigned lo = b0 == 0xf0 ? 0x90 : 0x80;
+    const unsigned hi = b0 == 0xf4 ? 0x8f : 0xbf;
+    return in(b1, lo, hi) && in(byte(2), 0x80, 0xbf) && in(byte(3), 0x80, 0xbf) ? 4 : 0;
+  }
+  return 0;
+}
+
 }  // namespace
+
+std::optional<std::string> ascii_shadow(std::string_view text) {
+  std::size_t i = text.starts_with("\xef\xbb\xbf") ? 3 : 0;
+  std::string shadow(text.substr(0, i));
+  bool changed = false;
+  while (i < text.size()) {
+    const std::size_t n = is_ascii(text[i]) ? 0 : utf8_sequence_length(text, i);
+    if (n == 0) {
+      shadow.push_back(text[i++]);
+    } else {
+      shadow.push_back('x');
+      i += n;
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  return shadow;
+}
 
 std::optional<ConfigDiagnostic> find_text_unsafe_for_tomlpp(std::string_view text,
                                                             std::string_view name) {
