@@ -1,17 +1,14 @@
 #include "penalties.hpp"
 
 namespace tessera::sampler {
-namespace {
 
-bool penalties_off(const ts_sampling_params& p) {
-  return p.repetition_penalty == 1.0f && p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f;
+bool penalties_active(const ts_sampling_params& p) noexcept {
+  return p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
 }
-
-}  // namespace
 
 void apply_penalties(const ts_sampler_row& row, std::span<float> logits, PenaltyScratch& scratch) {
   const ts_sampling_params& p = row.params;
-  if (penalties_off(p)) {
+  if (!penalties_active(p)) {
     return;
   }
   const size_t vocab = logits.size();

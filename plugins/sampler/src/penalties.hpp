@@ -22,6 +22,9 @@ struct PenaltyScratch {
   std::vector<int32_t> touched;       // ids whose entries must be reset
 };
 
+// False when all three are off (repetition 1, frequency 0, presence 0): the logits are used as is.
+[[nodiscard]] bool penalties_active(const ts_sampling_params& p) noexcept;
+
 // logits: [vocab] a copy of the row's raw logits, penalised in place (each formula evaluated in
 // double, stored as float like HF's fp32 logits). Token ids must have been validated.
 void apply_penalties(const ts_sampler_row& row, std::span<float> logits, PenaltyScratch& scratch);

@@ -3,15 +3,66 @@
 #include <algorithm>
 #include <span>
 
+#include "certified_draw.hpp"
 #include "counter_rng.hpp"
 #include "logprobs.hpp"
+#include "row_scan.hpp"
 
 namespace tessera::sampler {
 namespace {
 
-// Greedy decoding: the largest penalised logit, the lowest id among equals.
-int32_t argmax_lowest_id(std::span<const float> values) {
-  return static_cast<int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
+std::span<float> sized(std::vector<float>& buffer, int32_t vocab) {
+  if (buffer.size() < static_cast<size_t>(vocab)) buffer.resize(static_cast<size_t>(vocab));
+  return {buffer.data(), static_cast<size_t>(vocab)};
+}
+
+// Greedy decoding: the largest value, the lowest id among equals (std::max_element's choice).
+int32_t argmax_lowest_id(std::span<const float> values, float max) {
+  return first_index_of(values, max);
+}
+
+// The scalar path: libm exp per token, then truncation and the inverse-CDF draw in token order.
+// values: [vocab] penalised (and possibly top-k'd) logits, overwritten with the weights.
+int32_t scalar_draw(std::span<float> values, const ts_sampling_params& params, double u,
+                    TruncationScratch& scratch) {
+  logits_to_sampling_weights(values, params, scratch);
+  return draw_from_weights(values, u);
+}
+
+int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
+                         RowWorkspace& ws) {
+  const ts_sampling_params& params = row.params;
+  const double u = counter_uniform(params.seed, row.rng_counter);
+  const int32_t vocab = static_cast<int32_t>(raw.size());
+  const bool penalised = penalties_active(params);
+  const bool top_k = params.top_k > 0 && params.top_k < vocab;
+  std::span<float> values;
+  if (penalised || top_k || params.top_p < 1.0f) {
+    values = sized(ws.values, vocab);
+    std::copy(raw.begin(), raw.end(), values.begin());
+    apply_penalties(row, values, ws.penalties);
+  }
+  if (params.top_p < 1.0f) return scalar_draw(values, params, u, ws.truncation);
+
+  apply_top_k(values, params.top_k, ws.truncation.selection);  // no-op on an empty span
+  const std::span<const float> logits = values.empty() ? raw : values;
+  // Removed tokens are -inf, so the max of the survivors is the max of everything.
+  const float l_max = values.empty() ? raw_max : scan_row(values).max;
+  const std::span<float> weights = sized(ws.weights, vocab);
+  fast_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
+  if (params.min_p > 0.0f) {
+    certified_min_p(logits, l_max, params.temperature, params.min_p, weights, ws.sums);
+  }
+  const int32_t token = certified_draw(weights, ws.sums, u);
+  if (token >= 0) return token;
+
+  if (values.empty()) {
+    values = sized(ws.values, vocab);
+    std::copy(raw.begin(), raw.end(), values.begin());
+  }
+  ts_sampling_params already_cut = params;
+  already_cut.top_k = 0;  // values already hold the top-k cut; repeating it would change nothing
+  return scalar_draw(values, already_cut, u, ws.truncation);
 }
 
 }  // namespace
@@ -23,24 +74,25 @@ RowError sample_row(const ts_sampler_row& row, int32_t vocab, ts_sampler_result&
   if (RowError e = validate_row_arguments(row, vocab, result); e.failed()) {
     return e;
   }
-  if (RowError e = validate_row_logits(row.logits, vocab); e.failed()) {
-    return e;
+  const std::span<const float> raw(row.logits, static_cast<size_t>(vocab));
+  const RowScan scan = scan_row(raw);
+  if (!scan.all_finite) {
+    return validate_row_logits(row.logits, vocab);  // names the first bad value
   }
   const ts_sampling_params& params = row.params;
 
-  if (workspace.values.size() < static_cast<size_t>(vocab)) {
-    workspace.values.resize(vocab);
-  }
-  std::span<float> values(workspace.values.data(), static_cast<size_t>(vocab));
-  std::copy(row.logits, row.logits + vocab, values.begin());
-  apply_penalties(row, values, workspace.penalties);
-
   int32_t token = 0;
   if (params.temperature == 0.0f) {
-    token = argmax_lowest_id(values);
+    if (penalties_active(params)) {
+      const std::span<float> values = sized(workspace.values, vocab);
+      std::copy(raw.begin(), raw.end(), values.begin());
+      apply_penalties(row, values, workspace.penalties);
+      token = argmax_lowest_id(values, scan_row(values).max);
+    } else {
+      token = argmax_lowest_id(raw, scan.max);
+    }
   } else {
-    logits_to_sampling_weights(values, params, workspace.truncation);
-    token = draw_from_weights(values, counter_uniform(params.seed, row.rng_counter));
+    token = temperature_draw(row, raw, scan.max, workspace);
   }
 
   if (params.logprobs > 0 || params.top_logprobs > 0) {

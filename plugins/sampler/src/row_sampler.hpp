@@ -1,11 +1,16 @@
 // One row end to end: validate -> raw logprobs -> penalties -> greedy argmax, or temperature and
 // truncation then a counter-based draw. Pure function of the row (and its seed and counter): the
 // workspace is scratch only.
+//
+// Without top-p (the common case) the weights come from the vectorised exp (exp_weights.hpp) and
+// the draw is certified against libm's (certified_draw.hpp), falling back to the scalar path when
+// it cannot be: the token is the scalar path's in every case. With top-p the scalar path runs.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "exp_weights.hpp"
 #include "penalties.hpp"
 #include "row_validation.hpp"
 #include "tessera/plugin_abi.h"
@@ -15,7 +20,9 @@ namespace tessera::sampler {
 
 // Scratch of one worker thread, reused across rows and calls.
 struct RowWorkspace {
-  std::vector<float> values;  // [vocab] penalised logits, then sampling weights
+  std::vector<float> values;   // [vocab] penalised / top-k'd logits, then scalar-path weights
+  std::vector<float> weights;  // [vocab] fast weights
+  BlockWeights sums;
   PenaltyScratch penalties;
   TruncationScratch truncation;
 };

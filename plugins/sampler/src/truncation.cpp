@@ -33,19 +33,6 @@ float kth_largest(std::span<const float> logits, int32_t k, std::vector<float>& 
   return selection.front();
 }
 
-// Marks every logit below the k-th largest as removed (ties with the k-th value stay).
-void apply_top_k(std::span<float> logits, int32_t top_k, std::vector<float>& selection) {
-  if (top_k <= 0 || static_cast<size_t>(top_k) >= logits.size()) {
-    return;
-  }
-  const float threshold = kth_largest(logits, top_k, selection);
-  for (float& l : logits) {
-    if (l < threshold) {
-      l = kRemoved;
-    }
-  }
-}
-
 // The weight b of the last token top-p keeps: walking the weights from the largest down, the
 // first whose cumulative mass reaches `target`. Found without sorting by a mass-weighted
 // quickselect (three-way partitions around a median-of-three pivot, expected O(n)); `w` holds the
@@ -81,6 +68,18 @@ float top_p_boundary(std::vector<float>& w, double target) {
 }
 
 }  // namespace
+
+void apply_top_k(std::span<float> logits, int32_t top_k, std::vector<float>& selection) {
+  if (top_k <= 0 || static_cast<size_t>(top_k) >= logits.size()) {
+    return;
+  }
+  const float threshold = kth_largest(logits, top_k, selection);
+  for (float& l : logits) {
+    if (l < threshold) {
+      l = kRemoved;
+    }
+  }
+}
 
 void logits_to_sampling_weights(std::span<float> values, const ts_sampling_params& params,
                                 TruncationScratch& scratch) {

@@ -23,6 +23,10 @@ struct TruncationScratch {
   std::vector<float> selection;  // [vocab] values moved around by selection algorithms
 };
 
+// top-k alone: every logit below the k-th largest becomes -inf (ties with the k-th value stay).
+// top_k <= 0 or >= vocab: nothing changes.
+void apply_top_k(std::span<float> logits, int32_t top_k, std::vector<float>& selection);
+
 // values: [vocab] in: penalised logits (finite); out: weight exp((l - l_max) / T) for kept tokens,
 // exactly 0 for removed ones. The largest weight is exactly 1. Requires temperature > 0.
 void logits_to_sampling_weights(std::span<float> values, const ts_sampling_params& params,

@@ -1,0 +1,21 @@
+// One vectorised pass over a row of logits: its largest value and whether every value is finite
+// (the validation the row needs anyway), and the argmax with the lowest id among equal maxima.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace tessera::sampler {
+
+struct RowScan {
+  float max = 0.0f;         // meaningful only when all_finite (or when -inf marks removed tokens)
+  bool all_finite = false;  // no NaN, no +-inf
+};
+
+[[nodiscard]] RowScan scan_row(std::span<const float> logits);
+
+// The lowest index whose value == value (so -0 and +0 are equal, as std::max_element compares);
+// -1 if none.
+[[nodiscard]] int32_t first_index_of(std::span<const float> values, float value);
+
+}  // namespace tessera::sampler
