@@ -108,7 +108,15 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   const std::string id = request->request_id().empty()
                              ? "grpc-" + std::to_string(next_id_.fetch_add(1))
                              : request->request_id();
-  const std::string body = engine_request(*request).dump();
+  Json engine_json = engine_request(*request);
+  // Live A/B (docs/ab.md): a client-chosen request_id is the assignment key, and the
+  // x-tessera-arm metadata pins an arm; the arm serving it goes back as initial metadata.
+  if (!request->request_id().empty()) engine_json["request_id"] = request->request_id();
+  const auto& metadata = context->client_metadata();
+  if (const auto arm = metadata.find("x-tessera-arm"); arm != metadata.end()) {
+    engine_json["arm"] = std::string(arm->second.data(), arm->second.size());
+  }
+  const std::string body = engine_json.dump(-1, ' ', false, Json::error_handler_t::replace);
 
   EventQueue queue;
   std::uint64_t engine_id = 0;
@@ -135,6 +143,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     if (!aborted) engine_->abort(engine_->ctx, engine_id);
     aborted = true;
   };
+  bool metadata_sent = false;
   while (!done) {
     std::deque<std::string> batch;
     {
@@ -147,6 +156,12 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     for (const auto& text : batch) {
       const Json event = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (!event.is_object()) continue;
+      if (!metadata_sent) {  // initial metadata goes out with the first Write, not before
+        metadata_sent = true;
+        if (event.contains("arm") && event["arm"].is_string()) {
+          context->AddInitialMetadata("x-tessera-arm", event["arm"].get<std::string>());
+        }
+      }
       const std::string type = event.value("type", "");
       if (type == "delta" && !aborted) {
         v1::GenerateResponse out;

@@ -158,6 +158,19 @@ Reply handle_ready(const ServerContext& ctx) {
   return r;
 }
 
+Reply handle_ab_report(const ServerContext& ctx) {
+  auto report = ctx.engine.ab_report_json();
+  if (!report) {
+    ApiError e;
+    e.status = 404;
+    e.message = "this server runs no live A/B test (no [ab] arms in its configuration)";
+    throw RequestError(std::move(e));
+  }
+  Reply r;
+  r.body = std::move(*report);
+  return r;
+}
+
 Reply handle_metrics(const ServerContext& ctx) {
   Reply r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";

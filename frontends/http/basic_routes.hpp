@@ -46,5 +46,7 @@ struct ServerContext {
 [[nodiscard]] Reply handle_health();
 [[nodiscard]] Reply handle_ready(const ServerContext& ctx);
 [[nodiscard]] Reply handle_metrics(const ServerContext& ctx);
+// GET /v1/ab/report: the engine's live A/B comparison, 404 without [ab].
+[[nodiscard]] Reply handle_ab_report(const ServerContext& ctx);
 
 }  // namespace tessera::http

@@ -129,4 +129,14 @@ std::string EngineClient::apply_chat_template(const std::string& request_json) c
   return std::string(bytes.begin(), bytes.end());
 }
 
+std::optional<std::string> EngineClient::ab_report_json() const {
+  if (api_ == nullptr ||
+      api_->struct_size < offsetof(ts_engine_api, ab_report_json) + sizeof(void*) ||
+      api_->ab_report_json == nullptr)
+    return std::nullopt;
+  const char* text = api_->ab_report_json(api_->ctx);
+  if (text == nullptr) return std::nullopt;
+  return std::string(text);
+}
+
 }  // namespace tessera::http

@@ -42,6 +42,8 @@ class EngineClient {
   [[nodiscard]] std::string detokenize(const std::vector<std::int32_t>& ids) const;
   [[nodiscard]] bool has_chat_template() const noexcept;
   [[nodiscard]] std::string apply_chat_template(const std::string& request_json) const;
+  // The live A/B report JSON; nullopt when the engine runs no [ab] (or predates the slot).
+  [[nodiscard]] std::optional<std::string> ab_report_json() const;
 
  private:
   const ts_engine_api* api_ = nullptr;

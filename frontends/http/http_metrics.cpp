@@ -25,6 +25,8 @@ const char* route_label(const Route* route) noexcept {
       return "/ready";
     case Route::kMetrics:
       return "/metrics";
+    case Route::kAbReport:
+      return "/v1/ab/report";
   }
   return "other";
 }

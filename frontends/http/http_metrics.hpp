@@ -38,7 +38,7 @@ class HttpMetrics {
  private:
   static constexpr std::array<unsigned, 12> kStatuses{200, 400, 401, 404, 405, 413,
                                                       429, 431, 500, 501, 503, 0 /*other*/};
-  static constexpr std::size_t kRoutes = 10;  // every Route + "other"
+  static constexpr std::size_t kRoutes = 11;  // every Route + "other"
   std::array<std::array<std::atomic<std::uint64_t>, kStatuses.size()>, kRoutes> requests_{};
   std::atomic<std::int64_t> open_connections_{0};
   std::atomic<std::int64_t> active_streams_{0};

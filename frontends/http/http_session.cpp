@@ -192,6 +192,9 @@ void Session::dispatch() {
       case Route::kMetrics:
         reply = handle_metrics(state_.ctx);
         break;
+      case Route::kAbReport:
+        reply = handle_ab_report(state_.ctx);
+        break;
     }
   } catch (const RequestError& e) {
     reply = error_reply(e.error());

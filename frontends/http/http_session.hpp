@@ -76,6 +76,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // session_generation.cpp: generation requests.
   void start_generation(Route route, std::string body);
+  void add_ab_headers(GenerationPlan& plan) const;
   static void on_engine_event(void* user, const char* event_json) noexcept;
   void handle_engine_event(EngineCall* call, const std::string& text);
   void after_event();
@@ -116,6 +117,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string in_flight_;        // bytes being written
   bool writing_ = false;
   bool aborted_ = false;
+  std::string arm_;  // the live A/B arm serving this generation (from its events), or empty
 };
 
 }  // namespace tessera::http

@@ -206,7 +206,7 @@ GenerationPlan parse_chat_request(std::string_view body, const RequestLimits& li
     unsupported("continue_final_message", "the assistant turn is always a new one");
   }
   (void)r.boolean("parallel_tool_calls");
-  (void)r.string("user");
+  if (auto user = r.string("user")) out["user"] = *user;  // the live A/B key (docs/ab.md)
   read_stream(r, plan);
   plan.n = read_n(r, limits);
   read_max_tokens(r, limits, /*chat=*/true, out);
@@ -234,6 +234,7 @@ GenerationPlan parse_completion_request(std::string_view body, const RequestLimi
   Json common = Json::object();
   read_max_tokens(r, limits, /*chat=*/false, common);
   read_sampling(r, limits, common);
+  if (auto user = r.string("user")) common["user"] = *user;  // the live A/B key (docs/ab.md)
   if (auto k = r.integer("logprobs", 0, limits.max_logprobs)) {
     plan.logprobs = true;
     plan.top_logprobs = *k;

@@ -10,7 +10,7 @@ namespace tessera::http {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, Route>, 8> kExactRoutes{{
+constexpr std::array<std::pair<std::string_view, Route>, 9> kExactRoutes{{
     {"/v1/chat/completions", Route::kChatCompletions},
     {"/v1/completions", Route::kCompletions},
     {"/v1/models", Route::kModels},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<std::string_view, Route>, 8> kExactRoutes{{
     {"/health", Route::kHealth},
     {"/ready", Route::kReady},
     {"/metrics", Route::kMetrics},
+    {"/v1/ab/report", Route::kAbReport},
 }};
 
 constexpr std::string_view kModelPrefix = "/v1/models/";

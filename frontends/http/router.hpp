@@ -22,6 +22,7 @@ enum class Route {
   kHealth,           // GET  /health   liveness: 200 while the process answers
   kReady,            // GET  /ready    200 only when the engine is ready (503 loading/draining)
   kMetrics,          // GET  /metrics  Prometheus text
+  kAbReport,         // GET  /v1/ab/report  the running live A/B comparison (404 without [ab])
 };
 
 enum class Method { kGet, kHead, kPost, kOptions, kOther };

@@ -50,6 +50,7 @@ void Session::start_generation(Route route, std::string body) {
     state_.metrics.count_request(&route, e.error().status);
     return send_reply(error_reply(e.error()), keep_alive());
   }
+  add_ab_headers(plan);
 
   ++generation_;
   generating_ = true;
@@ -59,6 +60,7 @@ void Session::start_generation(Route route, std::string body) {
   stream_closing_ = false;
   stream_chunked_ = parser_->get().version() >= 11;
   aborted_ = false;
+  arm_.clear();
   pending_.clear();
   plan_ = std::move(plan);
   builder_.emplace(*plan_, random_id(plan_->kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-", 32),
@@ -82,6 +84,21 @@ void Session::start_generation(Route route, std::string body) {
   watch_disconnect();
 }
 
+// Live A/B (docs/ab.md): X-Tessera-Arm pins the arm, X-Request-Id is the assignment key when the
+// body has no `user`. The engine checks both; they go through as JSON strings.
+void Session::add_ab_headers(GenerationPlan& plan) const {
+  const auto& req = parser_->get();
+  const std::string arm(req["X-Tessera-Arm"]);
+  const std::string request_id(req["X-Request-Id"]);
+  if (arm.empty() && request_id.empty()) return;
+  for (auto& text : plan.engine_requests) {
+    Json request = Json::parse(text);
+    if (!arm.empty()) request["arm"] = arm;
+    if (!request_id.empty()) request["request_id"] = request_id;
+    text = request.dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
+}
+
 void Session::on_engine_event(void* user, const char* event_json) noexcept {
   // Engine thread: copy and hand over to the connection's strand; nothing else.
   try {
@@ -102,6 +119,7 @@ void Session::handle_engine_event(EngineCall* call, const std::string& text) {
   const std::string type = string_member(event, "type");
   const bool done = type == "done";
   const bool error = type == "error";
+  if (arm_.empty()) arm_ = string_member(event, "arm");
   if (done) call->done = true;
   try {
     if (generating_ && call->generation == generation_ && builder_) {
@@ -118,6 +136,7 @@ void Session::handle_engine_event(EngineCall* call, const std::string& text) {
             state_.metrics.count_request(&decision_.match.route, 200);
             Reply reply;
             reply.body = builder_->final_body();
+            if (!arm_.empty()) reply.headers.emplace_back("X-Tessera-Arm", arm_);
             end_generation();
             send_reply(std::move(reply), keep_alive());
           }
@@ -146,6 +165,7 @@ std::string Session::stream_head() const {
   head += "Content-Type: text/event-stream; charset=utf-8\r\n";
   head += "Cache-Control: no-cache\r\n";
   head += "X-Accel-Buffering: no\r\n";
+  if (!arm_.empty()) head += "X-Tessera-Arm: " + arm_ + "\r\n";
   if (!decision_.cors_origin.empty()) {
     head += "Access-Control-Allow-Origin: " + decision_.cors_origin + "\r\nVary: Origin\r\n";
   }

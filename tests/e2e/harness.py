@@ -63,7 +63,8 @@ class Server:
     """One `tessera serve` process. Use as a context manager or call start()/stop()."""
 
     def __init__(self, sampler="standard", frontend=None, limits=None, scheduler=None,
-                 max_context=256, defaults=None, args=(), env=None, scripted=False):
+                 max_context=256, defaults=None, args=(), env=None, scripted=False,
+                 extra_toml=""):
         self.dir = tempfile.mkdtemp(prefix="server-", dir=self._work())
         self.port_file = os.path.join(self.dir, "port")
         self.log_path = os.path.join(self.dir, "serve.log")
@@ -92,6 +93,7 @@ class Server:
         lines += ["[limits]"] + [f"{k} = {toml_value(v)}" for k, v in lim.items()] + [""]
         lines += ["[plugins]", f"search_path = {toml_value([PLUGINS])}", "",
                   "[log]", 'level = "info"', ""]
+        lines += [extra_toml]  # more tables (e.g. [ab] and its arms), appended as written
         self.config_path = os.path.join(self.dir, "config.toml")
         with open(self.config_path, "w") as f:
             f.write("\n".join(lines))

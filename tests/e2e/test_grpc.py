@@ -205,6 +205,37 @@ class GrpcFrontendTest(unittest.TestCase):
         self.assertIn("grpc.health.v1.Health", names)
 
 
+class GrpcLiveAbTest(unittest.TestCase):
+    """Live A/B over gRPC (docs/ab.md): the client's request_id is the assignment key (the same
+    formula as HTTP, recomputed in Python by test_ab.expected_arm), the x-tessera-arm metadata pins
+    an arm, and the serving arm comes back as initial metadata."""
+
+    def test_request_id_assigns_and_metadata_pins(self):
+        import test_ab
+
+        with GrpcServer(extra_toml=test_ab.AB_TOML) as server:
+            stub = pb_grpc.GenerationStub(server.channel)
+            params = pb.SamplingParams(max_new_tokens=2)
+            for i in range(20):
+                rid = f"grpc-user-{i}"
+                responses = stub.Generate(pb.GenerateRequest(request_id=rid, text="Hi",
+                                                             sampling_params=params), timeout=60)
+                chunks = list(responses)
+                self.assertTrue(chunks[-1].HasField("complete"), chunks[-1])
+                arm = dict(responses.initial_metadata()).get("x-tessera-arm")
+                self.assertEqual(arm, test_ab.expected_arm(rid), rid)
+            pinned = stub.Generate(pb.GenerateRequest(request_id="grpc-pinned", text="Hi",
+                                                      sampling_params=params),
+                                   metadata=(("x-tessera-arm", "fp8"),), timeout=60)
+            list(pinned)
+            self.assertEqual(dict(pinned.initial_metadata()).get("x-tessera-arm"), "fp8")
+            with self.assertRaises(grpc.RpcError) as bad:
+                list(stub.Generate(pb.GenerateRequest(text="Hi", sampling_params=params),
+                                   metadata=(("x-tessera-arm", "nope"),), timeout=60))
+            self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("unknown A/B arm", bad.exception.details())
+
+
 class GrpcNoReflectionTest(unittest.TestCase):
     def test_reflection_off_by_default(self):
         with GrpcServer(reflection=False) as server:

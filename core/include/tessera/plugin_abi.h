@@ -287,6 +287,9 @@ typedef struct ts_engine_api {
    * the prompt text submit would build for the same fields. */
   ts_status (*apply_chat_template)(void* ctx, const char* request_json, char* text,
                                    int64_t capacity, int64_t* n_bytes);
+  /* The running live A/B comparison as JSON (docs/ab.md, `/v1/ab/report`); NULL when the server
+   * runs no [ab]. Owned by the engine, valid until the next call on the same thread. */
+  const char* (*ab_report_json)(void* ctx);
 } ts_engine_api;
 
 typedef struct ts_frontend_table {

@@ -46,9 +46,11 @@ std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 
 RequestStream::RequestStream(const ServeRequest& request, ts_event_callback on_event, void* user,
                              const tokenizer::Tokenizer& tokenizer, ServeMetrics& metrics,
-                             int64_t default_max_tokens)
+                             int64_t default_max_tokens, StreamArm arm)
     : tokenizer_(tokenizer),
       metrics_(metrics),
+      arm_(std::move(arm)),
+      arm_field_(arm_.name.empty() ? std::string() : "\"arm\":" + dump(arm_.name) + ","),
       on_event_(on_event),
       user_(user),
       chat_(request.chat),
@@ -96,7 +98,25 @@ bool RequestStream::done() const {
 }
 
 void RequestStream::emit(const std::string& json) {
-  if (!muted_ && on_event_ != nullptr) on_event_(user_, json.c_str());
+  if (muted_ || on_event_ == nullptr) return;
+  if (arm_field_.empty()) return on_event_(user_, json.c_str());
+  const std::string with_arm = "{" + arm_field_ + json.substr(1);  // every event is an object
+  on_event_(user_, with_arm.c_str());
+}
+
+void RequestStream::record_outcome(const Choice& c, const engine::Event& event,
+                                   Clock::time_point now) {
+  if (arm_.comparison == nullptr) return;
+  ab::LiveOutcome o;
+  o.finish_reason = engine::finish_reason_name(*event.finish);
+  o.repetition_stop = *event.finish == engine::FinishReason::kRepetition;
+  o.repetition_hit = event.usage.repetition_hits > 0;
+  o.latency_s = std::chrono::duration<double>(now - submitted_).count();
+  o.ttft_s = c.first_token ? std::chrono::duration<double>(*c.first_token - submitted_).count()
+                           : o.latency_s;
+  o.prompt_tokens = prompt_tokens_;
+  o.output_tokens = event.usage.completion_tokens;
+  arm_.comparison->record(arm_.index, o);
 }
 
 std::string RequestStream::logprobs_json(const engine::Event& event) const {
@@ -128,6 +148,7 @@ void RequestStream::on_engine_event(std::size_t index, const engine::Event& even
     const double since =
         std::chrono::duration<double>(now - (c.last_token ? *c.last_token : submitted_)).count();
     if (!c.last_token) {
+      c.first_token = now;
       metrics_.first_token(since);
     } else {
       // Several tokens in one event (a stop string held text back): spread the gap evenly.
@@ -198,6 +219,7 @@ void RequestStream::on_engine_event(std::size_t index, const engine::Event& even
     reasoning_tokens_ += c.splitter->reasoning_tokens();
     metrics_.reasoning_finished(c.splitter->reasoning_tokens());
   }
+  record_outcome(c, event, now);
   metrics_.request_finished(finish_kind(*event.finish), prompt_tokens_,
                             event.usage.completion_tokens,
                             std::chrono::duration<double>(now - submitted_).count(), max_tokens_,

@@ -5,7 +5,9 @@
 //   {"type":"finish","index":i,"finish_reason","stop_reason"}
 //   {"type":"error","status","message"}                          (a choice failed in the engine)
 //   {"type":"done","usage":{prompt_tokens,completion_tokens,reasoning_tokens,cached_tokens}}
-// "done" is always last and comes exactly once, also after an abort; nothing follows it.
+// "done" is always last and comes exactly once, also after an abort; nothing follows it. On a
+// live A/B server every event also carries "arm":"<name>", and each finished choice is recorded
+// in the arms' running comparison.
 //
 // Thread-safety: on_engine_event may be called from any engine thread; events for one request
 // are delivered to the frontend one at a time (a mutex), in order.
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "ab/live_comparison.hpp"
 #include "engine/request.hpp"
 #include "serve/chat_output.hpp"
 #include "serve/serve_metrics.hpp"
@@ -28,11 +31,18 @@
 
 namespace tessera::serve {
 
+// The A/B arm a request runs on (empty name and no comparison without A/B).
+struct StreamArm {
+  std::string name;
+  ab::LiveComparison* comparison = nullptr;
+  std::size_t index = 0;
+};
+
 class RequestStream {
  public:
   RequestStream(const ServeRequest& request, ts_event_callback on_event, void* user,
                 const tokenizer::Tokenizer& tokenizer, ServeMetrics& metrics,
-                int64_t default_max_tokens);
+                int64_t default_max_tokens, StreamArm arm = {});
 
   // Choice `index` was queued as engine request `engine_id`.
   void set_engine_id(std::size_t index, uint64_t engine_id);
@@ -49,8 +59,12 @@ class RequestStream {
     std::optional<ChatOutputSplitter> splitter;
     int64_t tokens = 0;
     bool finished = false;
+    std::optional<std::chrono::steady_clock::time_point> first_token;
     std::optional<std::chrono::steady_clock::time_point> last_token;
   };
+
+  void record_outcome(const Choice& c, const engine::Event& event,
+                      std::chrono::steady_clock::time_point now);
 
   void emit(const std::string& json);
   [[nodiscard]] std::string logprobs_json(const engine::Event& event) const;
@@ -58,6 +72,8 @@ class RequestStream {
   mutable std::mutex mutex_;
   const tokenizer::Tokenizer& tokenizer_;
   ServeMetrics& metrics_;
+  StreamArm arm_;
+  std::string arm_field_;  // "\"arm\":\"<name>\"," spliced into every event, or ""
   ts_event_callback on_event_;
   void* user_;
   bool chat_;

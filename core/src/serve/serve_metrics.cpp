@@ -43,88 +43,111 @@ void ServeMetrics::request_finished(Finish finish, int64_t prompt_tokens, int64_
 
 std::string ServeMetrics::exposition(const std::string& model_name,
                                      const EngineSnapshot& engine) const {
-  const Labels model = {{"model_name", model_name}};
   PrometheusWriter w;
-  const auto gauge = [&](const char* name, const char* help, double v) {
-    w.header(name, "gauge", help);
-    w.sample(name, model, v);
+  write_exposition(w, model_name, {ArmMetrics{"", this, engine}});
+  return w.take();
+}
+
+void ServeMetrics::write_exposition(PrometheusWriter& w, const std::string& model_name,
+                                    const std::vector<ArmMetrics>& arms) {
+  const auto labels = [&](const ArmMetrics& a) {
+    Labels l = {{"model_name", model_name}};
+    if (!a.arm.empty()) l.emplace_back("arm", a.arm);
+    return l;
   };
-  const auto counter = [&](const char* name, const char* help, double v) {
-    w.header(name, "counter", help);
-    w.sample(name, model, v);
+  // One series: its header, then a sample per arm.
+  const auto series = [&](const char* name, const char* type, const char* help, auto value) {
+    w.header(name, type, help);
+    for (const ArmMetrics& a : arms) w.sample(name, labels(a), value(a));
+  };
+  const auto gauge = [&](const char* name, const char* help, auto value) {
+    series(name, "gauge", help, value);
+  };
+  const auto counter = [&](const char* name, const char* help, auto value) {
+    series(name, "counter", help, value);
+  };
+  const auto histogram = [&](const char* name, const char* help, Histogram ServeMetrics::*h) {
+    w.header(name, "histogram", help);
+    for (const ArmMetrics& a : arms) w.histogram(name, labels(a), (a.metrics->*h).snapshot());
+  };
+  const auto count = [](const std::atomic<int64_t>& v) {
+    return static_cast<double>(v.load(std::memory_order_relaxed));
   };
   gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
-        static_cast<double>(engine.running));
+        [](const ArmMetrics& a) { return static_cast<double>(a.engine.running); });
   gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
-        static_cast<double>(engine.waiting));
+        [](const ArmMetrics& a) { return static_cast<double>(a.engine.waiting); });
   gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
-        engine.kv_cache_usage);
+        [](const ArmMetrics& a) { return a.engine.kv_cache_usage; });
   counter("vllm:prefix_cache_queries_total",
           "Prefix cache queries, in terms of number of queried tokens.",
-          static_cast<double>(engine.prefix_cache_queries));
+          [](const ArmMetrics& a) { return static_cast<double>(a.engine.prefix_cache_queries); });
   counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
-          static_cast<double>(engine.prefix_cache_hits));
+          [](const ArmMetrics& a) { return static_cast<double>(a.engine.prefix_cache_hits); });
   counter("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.",
-          static_cast<double>(engine.preemptions));
+          [](const ArmMetrics& a) { return static_cast<double>(a.engine.preemptions); });
   counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.",
-          static_cast<double>(prompt_tokens_.load(std::memory_order_relaxed)));
+          [&](const ArmMetrics& a) { return count(a.metrics->prompt_tokens_); });
   counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
-          static_cast<double>(generation_tokens_.load(std::memory_order_relaxed)));
+          [&](const ArmMetrics& a) { return count(a.metrics->generation_tokens_); });
 
   w.header("vllm:request_success_total", "counter", "Count of successfully processed requests.");
-  for (std::size_t i = 0; i < finished_.size(); ++i) {
-    Labels l = model;
-    l.emplace_back("finished_reason", kFinishNames[i]);
-    w.sample("vllm:request_success_total", l,
-             static_cast<double>(finished_[i].load(std::memory_order_relaxed)));
+  for (const ArmMetrics& a : arms) {
+    for (std::size_t i = 0; i < a.metrics->finished_.size(); ++i) {
+      Labels l = labels(a);
+      l.emplace_back("finished_reason", kFinishNames[i]);
+      w.sample("vllm:request_success_total", l, count(a.metrics->finished_[i]));
+    }
   }
-  const auto histogram = [&](const char* name, const char* help, const Histogram& h) {
-    w.header(name, "histogram", help);
-    w.histogram(name, model, h.snapshot());
-  };
   histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-            ttft_);
+            &ServeMetrics::ttft_);
   histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-            itl_);
+            &ServeMetrics::itl_);
   histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-            e2e_);
+            &ServeMetrics::e2e_);
   histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.",
-            prompt_tokens_hist_);
+            &ServeMetrics::prompt_tokens_hist_);
   histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",
-            generation_tokens_hist_);
+            &ServeMetrics::generation_tokens_hist_);
   histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
-            max_tokens_hist_);
-  histogram("vllm:request_params_n", "Histogram of the n request parameter.", n_hist_);
+            &ServeMetrics::max_tokens_hist_);
+  histogram("vllm:request_params_n", "Histogram of the n request parameter.",
+            &ServeMetrics::n_hist_);
   histogram("tessera:request_reasoning_tokens",
             "Histogram of the tokens each choice spent in its thinking segment.",
-            reasoning_tokens_hist_);
+            &ServeMetrics::reasoning_tokens_hist_);
 
   counter("tessera:requests_started_total", "Choices submitted to the engine.",
-          static_cast<double>(started_.load(std::memory_order_relaxed)));
+          [&](const ArmMetrics& a) { return count(a.metrics->started_); });
   counter("tessera:requests_refused_total",
           "Requests refused before submission (invalid, too long, queue full, not ready).",
-          static_cast<double>(refused_.load(std::memory_order_relaxed)));
+          [&](const ArmMetrics& a) { return count(a.metrics->refused_); });
   gauge("tessera:kv_bytes_per_entry", "Bytes of one cached latent entry in the configured format.",
-        static_cast<double>(engine.kv_bytes_per_entry));
+        [](const ArmMetrics& a) { return static_cast<double>(a.engine.kv_bytes_per_entry); });
   gauge("tessera:kv_pages_total", "Cache pages on each rank.",
-        static_cast<double>(engine.kv_pages_total));
-  counter("tessera:engine_steps_total", "Engine steps run.", static_cast<double>(engine.steps));
+        [](const ArmMetrics& a) { return static_cast<double>(a.engine.kv_pages_total); });
+  counter("tessera:engine_steps_total", "Engine steps run.",
+          [](const ArmMetrics& a) { return static_cast<double>(a.engine.steps); });
   counter("tessera:degenerate_outputs_total",
           "Outputs the repetition guard found degenerate (an n-gram repeated back to back).",
-          static_cast<double>(engine.degenerate_outputs));
+          [](const ArmMetrics& a) { return static_cast<double>(a.engine.degenerate_outputs); });
   w.header("tessera:step_seconds_total", "counter",
            "Engine step time: the model forward and the host work around it.");
-  w.sample("tessera:step_seconds_total", Labels{{"model_name", model_name}, {"part", "forward"}},
-           engine.forward_seconds);
-  w.sample("tessera:step_seconds_total", Labels{{"model_name", model_name}, {"part", "host"}},
-           engine.host_seconds);
-  w.header("tessera:plugin_seconds_total", "counter", "Time spent inside each plugin.");
-  for (const auto& [plugin, seconds] : engine.plugin_seconds) {
-    Labels l = model;
-    l.emplace_back("plugin", plugin);
-    w.sample("tessera:plugin_seconds_total", l, seconds);
+  for (const ArmMetrics& a : arms) {
+    Labels forward = labels(a), host = labels(a);
+    forward.emplace_back("part", "forward");
+    host.emplace_back("part", "host");
+    w.sample("tessera:step_seconds_total", forward, a.engine.forward_seconds);
+    w.sample("tessera:step_seconds_total", host, a.engine.host_seconds);
   }
-  return w.take();
+  w.header("tessera:plugin_seconds_total", "counter", "Time spent inside each plugin.");
+  for (const ArmMetrics& a : arms) {
+    for (const auto& [plugin, seconds] : a.engine.plugin_seconds) {
+      Labels l = labels(a);
+      l.emplace_back("plugin", plugin);
+      w.sample("tessera:plugin_seconds_total", l, seconds);
+    }
+  }
 }
 
 }  // namespace tessera::serve

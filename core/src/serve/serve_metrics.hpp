@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "serve/prometheus.hpp"
 
@@ -37,6 +38,16 @@ struct EngineSnapshot {
 
 enum class Finish { kStop, kLength, kAbort, kError, kRepetition, kCount };
 
+class ServeMetrics;
+
+// One arm of a live A/B server (docs/ab.md): its request-level metrics, its engine's snapshot
+// and the `arm` label its samples carry ("" without A/B: no label).
+struct ArmMetrics {
+  std::string arm;
+  const ServeMetrics* metrics = nullptr;
+  EngineSnapshot engine;
+};
+
 class ServeMetrics {
  public:
   explicit ServeMetrics(int64_t max_context);
@@ -58,6 +69,9 @@ class ServeMetrics {
 
   [[nodiscard]] std::string exposition(const std::string& model_name,
                                        const EngineSnapshot& engine) const;
+  // Every series once (# HELP, # TYPE), with one sample set per arm, labelled arm="<name>".
+  static void write_exposition(PrometheusWriter& w, const std::string& model_name,
+                               const std::vector<ArmMetrics>& arms);
 
  private:
   Histogram ttft_;

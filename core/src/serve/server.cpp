@@ -39,7 +39,38 @@ ServingInfo serving_info(const Config& config, const RuntimeOptions& runtime,
   info.limits.effort_profile = chat::effort_profile_from_string(options.reasoning_effort_profile);
   info.max_body_bytes = config.limits.max_body_bytes;
   info.max_queue = config.limits.max_queue;
+  for (const AbArm& arm : config.ab.arms) info.ab_arms.push_back({arm.name, arm.weight});
+  info.ab_report_window = static_cast<std::size_t>(config.ab.report_window);
   return info;
+}
+
+// One engine with its runtime: the whole server without [ab], one arm of it with.
+struct ArmEngine {
+  std::unique_ptr<Runtime> runtime;
+  std::unique_ptr<engine::Engine> engine;
+};
+
+// Every arm's runtime after the first shares the first one's weights (docs/ab.md: arms differ in
+// plugins, never in the model).
+std::vector<ArmEngine> start_engines(const Config& config, const tokenizer::Tokenizer* tokenizer) {
+  std::vector<ArmEngine> arms;
+  const std::size_t n = std::max<std::size_t>(config.ab.arms.size(), 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Config arm_config = config.ab.arms.empty() ? config : config.for_arm(i);
+    const RuntimeOptions options = RuntimeOptions::from_config(arm_config);
+    ArmEngine arm;
+    arm.runtime = arms.empty() ? std::make_unique<Runtime>(options)
+                               : std::make_unique<Runtime>(options, arms[0].runtime->weights());
+    arm.engine = std::make_unique<engine::Engine>(
+        *arm.runtime, engine::EngineOptions::from_config(arm_config), tokenizer);
+    if (!config.ab.arms.empty()) {
+      spdlog::info("A/B arm \"{}\" (weight {}): kv_cache {}, attention {}, sampler {}",
+                   config.ab.arms[i].name, config.ab.arms[i].weight, options.kv_plugin,
+                   options.attention_plugin, options.sampler_plugin);
+    }
+    arms.push_back(std::move(arm));
+  }
+  return arms;
 }
 
 std::vector<std::filesystem::path> plugin_directories(const RuntimeOptions& runtime) {
@@ -69,19 +100,18 @@ int run_server(const ServeOptions& options) {
   }
   frontends.start_all(api.table());
 
-  std::unique_ptr<Runtime> runtime;
-  std::unique_ptr<engine::Engine> engine;
+  std::vector<ArmEngine> arms;
   try {
-    runtime = std::make_unique<Runtime>(runtime_options);
-    engine = std::make_unique<engine::Engine>(*runtime, engine::EngineOptions::from_config(config),
-                                              tokenizer.get());
+    arms = start_engines(config, tokenizer.get());
   } catch (...) {
     frontends.stop_all(std::chrono::milliseconds(0));
     throw;
   }
-  api.attach(engine_hooks(*engine, *runtime));
+  std::vector<EngineHooks> hooks;
+  for (auto& arm : arms) hooks.push_back(engine_hooks(*arm.engine, *arm.runtime));
+  api.attach(std::move(hooks));
   spdlog::info("serving model \"{}\" (context {} tokens); SIGTERM or Ctrl-C drains and exits",
-               api.info().model_name, engine->max_context());
+               api.info().model_name, arms[0].engine->max_context());
 
   const int sig = ShutdownSignal::wait().value_or(0);
   spdlog::info("{}: draining (up to {} ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
@@ -93,8 +123,8 @@ int run_server(const ServeOptions& options) {
   if (!api.wait_idle(std::chrono::seconds(10))) {
     spdlog::warn("{} requests still in flight after the drain", api.in_flight());
   }
-  engine.reset();
-  runtime.reset();
+  for (auto& arm : arms) arm.engine.reset();  // every engine before any runtime (shared weights)
+  arms.clear();
   spdlog::info("drained; exiting");
   return 0;
 }

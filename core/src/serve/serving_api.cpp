@@ -1,9 +1,11 @@
 #include "serve/serving_api.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "serve/chat_prompt.hpp"
@@ -66,7 +68,16 @@ ts_status copy_out(const T* data, std::size_t size, T* out, int64_t capacity, in
 }  // namespace
 
 ServingApi::ServingApi(ServingInfo info, std::shared_ptr<const tokenizer::Tokenizer> tokenizer)
-    : info_(std::move(info)), tokenizer_(std::move(tokenizer)), metrics_(info_.limits.max_context) {
+    : info_(std::move(info)), tokenizer_(std::move(tokenizer)) {
+  if (!info_.ab_arms.empty()) {
+    assignment_.emplace(info_.ab_arms);  // throws for one arm, a bad name or bad weights
+    std::vector<std::string> names;
+    for (const auto& arm : info_.ab_arms) names.push_back(arm.name);
+    comparison_ = std::make_unique<ab::LiveComparison>(names, info_.ab_report_window);
+  }
+  for (std::size_t i = 0; i < std::max<std::size_t>(info_.ab_arms.size(), 1); ++i) {
+    metrics_.push_back(std::make_unique<ServeMetrics>(info_.limits.max_context));
+  }
   table_.struct_size = sizeof(ts_engine_api);
   table_.ctx = this;
   table_.submit = &ServingApi::submit;
@@ -77,16 +88,58 @@ ServingApi::ServingApi(ServingInfo info, std::shared_ptr<const tokenizer::Tokeni
   table_.tokenize = &ServingApi::tokenize;
   table_.detokenize = &ServingApi::detokenize;
   table_.apply_chat_template = &ServingApi::apply_chat_template;
+  table_.ab_report_json = &ServingApi::ab_report_json;
 }
 
 ServingApi::~ServingApi() = default;
 
 void ServingApi::attach(EngineHooks hooks) {
+  std::vector<EngineHooks> one;
+  one.push_back(std::move(hooks));
+  attach(std::move(one));
+}
+
+void ServingApi::attach(std::vector<EngineHooks> arms) {
+  TS_CHECK(arms.size() == metrics_.size(), "ServingApi::attach: {} engines for {} arms",
+           arms.size(), metrics_.size());
   {
     const std::lock_guard lock(mutex_);
-    hooks_ = std::make_shared<const EngineHooks>(std::move(hooks));
+    hooks_ = std::make_shared<const std::vector<EngineHooks>>(std::move(arms));
   }
   health_.store(1);
+}
+
+std::shared_ptr<const std::vector<EngineHooks>> ServingApi::hooks() const {
+  const std::lock_guard lock(mutex_);
+  return hooks_;
+}
+
+std::size_t ServingApi::choose_arm(std::string_view request_json) {
+  if (!assignment_) return 0;
+  const auto request = nlohmann::json::parse(request_json, nullptr, /*allow_exceptions=*/false);
+  const auto field = [&](const char* name) {
+    if (!request.is_object() || !request.contains(name)) return std::string();
+    if (!request[name].is_string()) {
+      throw InvalidRequest(InvalidRequest::Kind::kInvalid,
+                           fmt::format("'{}' must be a string", name));
+    }
+    return request[name].get<std::string>();
+  };
+  const std::string explicit_arm = field("arm");
+  std::string key = field("user");
+  if (key.empty()) key = field("request_id");
+  if (key.empty()) {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    key = fmt::format("random-{:016x}", random());
+  }
+  if (!explicit_arm.empty() && assignment_->find(explicit_arm) == assignment_->arms().size()) {
+    std::vector<std::string> names;
+    for (const auto& arm : assignment_->arms()) names.push_back(arm.name);
+    throw InvalidRequest(InvalidRequest::Kind::kInvalid,
+                         fmt::format("unknown A/B arm \"{}\" (X-Tessera-Arm); the arms are: {}",
+                                     explicit_arm, fmt::join(names, ", ")));
+  }
+  return assignment_->assign(key, explicit_arm);
 }
 
 void ServingApi::set_draining() { health_.store(2); }
@@ -115,31 +168,40 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
   if (request_json == nullptr || request_id == nullptr) {
     return ts_status{TS_ERR_INVALID_ARGUMENT, "submit: request_json and request_id are required"};
   }
-  std::shared_ptr<const EngineHooks> hooks;
-  {
-    const std::lock_guard lock(mutex_);
-    hooks = hooks_;
+  const auto all_hooks = hooks();
+  // The arm first, so that even a refusal is counted in its arm's metrics.
+  std::size_t arm = 0;
+  try {
+    arm = choose_arm(request_json);
+  } catch (const InvalidRequest& e) {
+    metrics_[0]->request_refused();
+    return status(TS_ERR_INVALID_ARGUMENT, e.what());
   }
-  if (health_.load() != 1 || !hooks) {
-    metrics_.request_refused();
+  ServeMetrics& metrics = *metrics_[arm];
+  if (health_.load() != 1 || !all_hooks) {
+    metrics.request_refused();
     return status(TS_ERR_UNAVAILABLE, health_.load() == 2 ? "the server is shutting down"
                                                           : "the model is still loading");
   }
+  const EngineHooks* hooks = &(*all_hooks)[arm];
   ServeRequest request;
   try {
     request = parse_serve_request(request_json, *tokenizer_, info_.limits);
   } catch (const InvalidRequest& e) {
-    metrics_.request_refused();
+    metrics.request_refused();
     return status(e.kind() == InvalidRequest::Kind::kTooLong ? TS_ERR_CONTEXT_LENGTH
                                                              : TS_ERR_INVALID_ARGUMENT,
                   e.what());
   }
   const uint64_t id = next_id_.fetch_add(1);
-  auto stream = std::make_shared<RequestStream>(request, on_event, user, *tokenizer_, metrics_,
-                                                info_.limits.default_max_tokens);
+  StreamArm stream_arm;
+  if (assignment_) stream_arm = StreamArm{info_.ab_arms[arm].name, comparison_.get(), arm};
+  auto stream =
+      std::make_shared<RequestStream>(request, on_event, user, *tokenizer_, metrics,
+                                      info_.limits.default_max_tokens, std::move(stream_arm));
   {
     const std::lock_guard lock(mutex_);
-    live_[id] = stream;
+    live_[id] = Live{stream, arm};
   }
   for (int64_t i = 0; i < request.n; ++i) {
     engine::Request choice = request.base;
@@ -154,7 +216,7 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
     try {
       const uint64_t engine_id = hooks->submit(std::move(choice), std::move(callback));
       stream->set_engine_id(index, engine_id);
-      metrics_.request_started();
+      metrics.request_started();
     } catch (const engine::RequestError& e) {
       refusal = code_of(e.kind());
       why = e.what();
@@ -168,7 +230,7 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
       stream->abandon_from(index);
       for (const uint64_t queued : stream->engine_ids()) hooks->abort(queued);
       if (stream->done()) forget(id);
-      metrics_.request_refused();
+      metrics.request_refused();
       return status(refusal, why);
     }
   }
@@ -186,16 +248,17 @@ ts_status ServingApi::submit(void* ctx, const char* request_json, ts_event_callb
 ts_status ServingApi::abort(void* ctx, uint64_t request_id) {
   return guarded([&] {
     auto* self = static_cast<ServingApi*>(ctx);
-    std::shared_ptr<RequestStream> stream;
-    std::shared_ptr<const EngineHooks> hooks;
+    Live live;
+    std::shared_ptr<const std::vector<EngineHooks>> hooks;
     {
       const std::lock_guard lock(self->mutex_);
       const auto it = self->live_.find(request_id);
-      if (it != self->live_.end()) stream = it->second;
+      if (it != self->live_.end()) live = it->second;
       hooks = self->hooks_;
     }
-    if (stream && hooks) {
-      for (const uint64_t engine_id : stream->engine_ids()) hooks->abort(engine_id);
+    if (live.stream && hooks) {
+      for (const uint64_t engine_id : live.stream->engine_ids())
+        (*hooks)[live.arm].abort(engine_id);
     }
     return ok();  // unknown or finished ids: nothing to do
   });
@@ -221,6 +284,13 @@ const char* ServingApi::model_info_json(void* ctx) {
                                   ? nlohmann::json{"low", "high", "max"}
                                   : nlohmann::json{"high", "max"}},
     };
+    if (self->assignment_) {
+      nlohmann::json arms = nlohmann::json::array();
+      for (const auto& arm : self->info_.ab_arms) {
+        arms.push_back({{"name", arm.name}, {"weight", arm.weight}});
+      }
+      info["ab_arms"] = std::move(arms);
+    }
     buffer = info.dump();
   } catch (...) {
     buffer = "{}";
@@ -232,13 +302,21 @@ const char* ServingApi::metrics_text(void* ctx) {
   thread_local std::string buffer;
   try {
     auto* self = static_cast<ServingApi*>(ctx);
-    std::shared_ptr<const EngineHooks> hooks;
-    {
-      const std::lock_guard lock(self->mutex_);
-      hooks = self->hooks_;
+    const auto hooks = self->hooks();
+    std::vector<ArmMetrics> arms;
+    for (std::size_t i = 0; i < self->metrics_.size(); ++i) {
+      ArmMetrics a;
+      if (self->assignment_) a.arm = self->info_.ab_arms[i].name;
+      a.metrics = self->metrics_[i].get();
+      if (hooks && (*hooks)[i].snapshot) a.engine = (*hooks)[i].snapshot();
+      arms.push_back(std::move(a));
     }
-    const EngineSnapshot snapshot = hooks && hooks->snapshot ? hooks->snapshot() : EngineSnapshot{};
-    buffer = self->metrics_.exposition(self->info_.model_name, snapshot);
+    PrometheusWriter w;
+    ServeMetrics::write_exposition(w, self->info_.model_name, arms);
+    if (self->comparison_) {
+      self->comparison_->write_prometheus(w, Labels{{"model_name", self->info_.model_name}});
+    }
+    buffer = w.take();
   } catch (...) {
     buffer.clear();
   }
@@ -295,6 +373,18 @@ ts_status ServingApi::apply_chat_template(void* ctx, const char* request_json, c
     }
     return copy_out(prompt.text.data(), prompt.text.size(), text, capacity, n_bytes);
   });
+}
+
+const char* ServingApi::ab_report_json(void* ctx) {
+  thread_local std::string buffer;
+  const auto* self = static_cast<ServingApi*>(ctx);
+  if (!self->comparison_) return nullptr;
+  try {
+    buffer = self->comparison_->report().dump();
+  } catch (...) {
+    buffer = "{}";
+  }
+  return buffer.c_str();
 }
 
 }  // namespace tessera::serve

@@ -8,6 +8,12 @@
 // TS_ERR_UNAVAILABLE until attach(). set_draining() makes health() "draining" and refuses new
 // submissions; requests already running continue.
 //
+// Live A/B (docs/ab.md): with two or more arms in ServingInfo, attach() takes one engine per arm.
+// submit assigns each request to an arm — the request's "arm" (the X-Tessera-Arm header), else a
+// hash of its "user" field, else of its "request_id" (X-Request-Id), else of a random key — so a
+// user stays on one arm; the arm's name goes out in every event ("arm"), /metrics labels every
+// series with it, and ab_report_json returns the running comparison.
+//
 // Thread-safety: every table function may be called from any thread at any time after
 // construction. attach/set_draining from the serve thread. Destroy only after every frontend has
 // stopped and the engine has stopped calling back.
@@ -19,9 +25,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "ab/arm_assignment.hpp"
+#include "ab/live_comparison.hpp"
 #include "engine/request.hpp"
 #include "serve/request_stream.hpp"
 #include "serve/serve_metrics.hpp"
@@ -45,6 +55,8 @@ struct ServingInfo {
   ServeLimits limits;
   int64_t max_body_bytes = 8 << 20;
   int64_t max_queue = 1024;
+  std::vector<ab::ArmWeight> ab_arms;  // [ab]: two or more arms, or none
+  std::size_t ab_report_window = 4096;
 };
 
 class ServingApi {
@@ -57,13 +69,15 @@ class ServingApi {
   [[nodiscard]] const ts_engine_api* table() const { return &table_; }
 
   void attach(EngineHooks hooks);  // the engine is up: health "ready"
-  void set_draining();             // health "draining"; submit refuses
+  // With [ab]: one engine per arm, in the order of ServingInfo::ab_arms.
+  void attach(std::vector<EngineHooks> arms);
+  void set_draining();  // health "draining"; submit refuses
   // True once no request is in flight (every one delivered "done"), false at the timeout.
   [[nodiscard]] bool wait_idle(std::chrono::milliseconds timeout) const;
   [[nodiscard]] std::size_t in_flight() const;
 
   [[nodiscard]] const ServingInfo& info() const { return info_; }
-  [[nodiscard]] ServeMetrics& metrics() { return metrics_; }
+  [[nodiscard]] bool ab_enabled() const { return assignment_.has_value(); }
 
  private:
   // The C entry points; ctx is this.
@@ -79,19 +93,30 @@ class ServingApi {
                               int64_t capacity, int64_t* n_bytes);
   static ts_status apply_chat_template(void* ctx, const char* request_json, char* text,
                                        int64_t capacity, int64_t* n_bytes);
+  static const char* ab_report_json(void* ctx);
 
   ts_status submit_impl(const char* request_json, ts_event_callback on_event, void* user,
                         uint64_t* request_id);
+  // The arm serving a request (0 without A/B); throws InvalidRequest for an unknown arm name.
+  std::size_t choose_arm(std::string_view request_json);
   void forget(uint64_t id);
+  [[nodiscard]] std::shared_ptr<const std::vector<EngineHooks>> hooks() const;
+
+  struct Live {
+    std::shared_ptr<RequestStream> stream;
+    std::size_t arm = 0;
+  };
 
   ServingInfo info_;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer_;
-  ServeMetrics metrics_;
+  std::optional<ab::ArmAssignment> assignment_;         // with [ab]
+  std::unique_ptr<ab::LiveComparison> comparison_;      // with [ab]
+  std::vector<std::unique_ptr<ServeMetrics>> metrics_;  // one per arm (one without A/B)
   ts_engine_api table_{};
   std::atomic<int32_t> health_{0};
-  std::shared_ptr<const EngineHooks> hooks_;  // set once by attach
-  mutable std::mutex mutex_;                  // guards live_ and hooks_
-  std::unordered_map<uint64_t, std::shared_ptr<RequestStream>> live_;
+  std::shared_ptr<const std::vector<EngineHooks>> hooks_;  // one per arm; set once by attach
+  mutable std::mutex mutex_;                               // guards live_ and hooks_
+  std::unordered_map<uint64_t, Live> live_;
   std::atomic<uint64_t> next_id_{1};
 };
 
