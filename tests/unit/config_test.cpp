@@ -345,6 +345,11 @@ TEST(ConfigFiles, TinyCpuSaysWhatItsCommentsSay) {
   EXPECT_EQ(json::parse(c.frontends[1].options_json)["listen"], "127.0.0.1:50051");
   const Config fp8 = load_config_file(kSourceDir / "configs/tiny-cpu-fp8.toml");
   EXPECT_EQ(fp8.kv_cache.plugin, "fp8");
+  const Config ab = load_config_file(kSourceDir / "configs/tiny-cpu-ab.toml");
+  ASSERT_EQ(ab.ab.arms.size(), 2u);
+  EXPECT_EQ(ab.ab.arms[0].kv_cache.plugin, "bf16");
+  EXPECT_EQ(ab.ab.arms[1].kv_cache.plugin, "fp8");
+  EXPECT_EQ(ab.ab.arms[1].kv_cache.memory_gib, 0.5);
 }
 
 TEST(ConfigDocs, ReferenceInDocsMatchesTheSchema) {
