@@ -27,9 +27,9 @@ ts_sampling_params resolve_sampling(const Request& request, const SamplingDefaul
   return p;
 }
 
-std::vector<SampledToken> BatchSampler::sample(std::span<Sequence* const> sequences,
-                                               const dsv4::Logits& logits,
-                                               std::span<const int64_t> rows) {
+std::span<const SampledToken> BatchSampler::sample(std::span<Sequence* const> sequences,
+                                                   const dsv4::Logits& logits,
+                                                   std::span<const int64_t> rows) {
   const size_t n = sequences.size();
   rows_.resize(n);
   results_.resize(n);
@@ -67,15 +67,16 @@ std::vector<SampledToken> BatchSampler::sample(std::span<Sequence* const> sequen
       if (status.code != TS_ERR_NUMERIC && status.code != TS_ERR_INVALID_ARGUMENT)
         results_[i].token = -1;
   }
-  std::vector<SampledToken> out(n);
+  out_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const ts_sampler_result& r = results_[i];
-    out[i].token = r.token >= 0 && r.token < logits.vocab ? r.token : -1;
-    out[i].logprob = r.logprob;
-    for (int32_t k = 0; k < r.n_top; ++k)
-      out[i].top.emplace_back(r.top_tokens[k], r.top_logprobs[k]);
+    SampledToken& t = out_[i];
+    t.token = r.token >= 0 && r.token < logits.vocab ? r.token : -1;
+    t.logprob = r.logprob;
+    t.top.clear();
+    for (int32_t k = 0; k < r.n_top; ++k) t.top.emplace_back(r.top_tokens[k], r.top_logprobs[k]);
   }
-  return out;
+  return out_;
 }
 
 }  // namespace tessera::engine

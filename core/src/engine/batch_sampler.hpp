@@ -31,9 +31,10 @@ class BatchSampler {
   explicit BatchSampler(const PluginInstance& sampler) : sampler_(sampler) {}
 
   // rows[i] is the logits row of sequences[i]; its draw index is its output length. A row the
-  // plugin could not sample has token -1, and last_error() says why.
-  std::vector<SampledToken> sample(std::span<Sequence* const> sequences, const dsv4::Logits& logits,
-                                   std::span<const int64_t> rows);
+  // plugin could not sample has token -1, and last_error() says why. The result is valid until
+  // the next call (the buffers are reused from step to step).
+  std::span<const SampledToken> sample(std::span<Sequence* const> sequences,
+                                       const dsv4::Logits& logits, std::span<const int64_t> rows);
   const std::string& last_error() const { return last_error_; }
 
  private:
@@ -42,6 +43,7 @@ class BatchSampler {
   std::vector<ts_sampler_result> results_;
   std::vector<int32_t> top_tokens_;
   std::vector<float> top_logprobs_;
+  std::vector<SampledToken> out_;
   std::string last_error_;
 };
 

@@ -336,20 +336,21 @@ void Engine::run_step(Deliveries& out) {
   const auto t2 = Clock::now();
   scheduler_->complete(step);
 
-  std::vector<Sequence*> ready;
-  std::vector<int64_t> rows;
+  ready_.clear();
+  ready_rows_.clear();
   int64_t batched = 0;
   for (size_t i = 0; i < step.sequences.size(); ++i) {
     batched += static_cast<int64_t>(step.chunks[i].tokens.size());
     if (step.sequences[i]->pending_tokens() != 0) continue;  // prefill continues next step
-    ready.push_back(step.sequences[i]);
-    rows.push_back(logits.chunk_rows[i]);
+    ready_.push_back(step.sequences[i]);
+    ready_rows_.push_back(logits.chunk_rows[i]);
   }
   auto t_sampled = t2;
-  if (!ready.empty()) {
-    const std::vector<SampledToken> tokens = sampler_->sample(ready, logits, rows);
+  if (!ready_.empty()) {
+    const std::span<const SampledToken> tokens = sampler_->sample(ready_, logits, ready_rows_);
     t_sampled = Clock::now();
-    for (size_t i = 0; i < ready.size(); ++i) accept_token(*ready[i], tokens[i], out);
+    out.reserve(out.size() + ready_.size());
+    for (size_t i = 0; i < ready_.size(); ++i) accept_token(*ready_[i], tokens[i], out);
   }
   const auto t3 = Clock::now();
   loop_stats_.schedule_seconds += seconds(t1 - t0);

@@ -57,25 +57,32 @@ Sequence* Scheduler::preemption_victim() const {
   return victim;
 }
 
-PageDemand Scheduler::committed(const std::vector<Candidate>& planned) const {
-  PageDemand d;
-  for (const Candidate& c : planned) {
-    d.main += c.demand.main;
-    d.indexer += c.demand.indexer;
-  }
-  return d;
+void Scheduler::Plan::add(const Candidate& c) {
+  items.push_back(c);
+  tokens += c.tokens;
+  pages.main += c.demand.main;
+  pages.indexer += c.demand.indexer;
 }
 
-int64_t Scheduler::fit(Sequence* seq, int64_t n, std::vector<Candidate>& planned,
-                       bool may_preempt) {
+void Scheduler::Plan::drop(const Sequence* seq) {
+  std::erase_if(items, [&](const Candidate& c) {
+    if (c.seq != seq) return false;
+    tokens -= c.tokens;
+    pages.main -= c.demand.main;
+    pages.indexer -= c.demand.indexer;
+    return true;
+  });
+}
+
+int64_t Scheduler::fit(Sequence* seq, int64_t n, Plan& planned, bool may_preempt) {
   const KvPools& pools = executor_.leader().pools();
   for (;;) {
     const PageDemand need = executor_.leader().sequence(seq->id).pages_needed(n);
-    PageDemand total = committed(planned);
+    PageDemand total = planned.pages;
     total.main += need.main;
     total.indexer += need.indexer;
     if (total.fits(pools)) {
-      planned.push_back({seq, n, need});
+      planned.add({seq, n, need});
       return n;
     }
     if (evict_prefix()) continue;
@@ -86,7 +93,7 @@ int64_t Scheduler::fit(Sequence* seq, int64_t n, std::vector<Candidate>& planned
     if (!may_preempt) return 0;
     Sequence* victim = preemption_victim();
     if (victim == nullptr) return 0;
-    std::erase_if(planned, [&](const Candidate& c) { return c.seq == victim; });
+    planned.drop(victim);
     preempt(victim);
     if (victim == seq) return 0;
   }
@@ -141,20 +148,17 @@ std::vector<SnapshotPoint> Scheduler::snapshot_points(Sequence* seq, int64_t n) 
 
 ScheduledStep Scheduler::schedule() {
   ScheduledStep out;
-  std::vector<Candidate> planned;
+  Plan planned;
+  planned.items.reserve(running_.size() + 1);
   const int64_t chunk_cap =
       options_.chunked_prefill_size > 0
           ? std::min(options_.chunked_prefill_size, options_.max_batched_tokens)
           : options_.max_batched_tokens;
-  auto budget = [&] {
-    int64_t used = 0;
-    for (const Candidate& c : planned) used += c.tokens;
-    return options_.max_batched_tokens - used;
-  };
+  auto budget = [&] { return options_.max_batched_tokens - planned.tokens; };
   // 1. decodes, 2. prefills in progress (admission order within each).
   for (int pass = 0; pass < 2; ++pass) {
-    const std::vector<Sequence*> snapshot = running_;
-    for (Sequence* seq : snapshot) {
+    pass_.assign(running_.begin(), running_.end());  // fit() may preempt out of running_
+    for (Sequence* seq : pass_) {
       if (seq->state != SequenceState::kRunning) continue;  // preempted in this step
       const bool decode = seq->pending_tokens() == 1;
       if ((pass == 0) != decode) continue;
@@ -172,7 +176,7 @@ ScheduledStep Scheduler::schedule() {
     const int64_t n = std::min({seq->pending_tokens(), budget(), chunk_cap});
     if (fit(seq, n, planned, /*may_preempt=*/false) == 0) {
       free_kv(seq);
-      if (planned.empty() && running_.empty()) {  // an empty cache cannot hold it
+      if (planned.items.empty() && running_.empty()) {  // an empty cache cannot hold it
         waiting_.erase(seq);
         out.failed.push_back(seq);
         continue;
@@ -187,7 +191,9 @@ ScheduledStep Scheduler::schedule() {
     seq->admitted_once = true;
   }
 
-  for (const Candidate& c : planned) {
+  out.chunks.reserve(planned.items.size());
+  out.sequences.reserve(planned.items.size());
+  for (const Candidate& c : planned.items) {
     Sequence* seq = c.seq;
     PlannedChunk chunk;
     chunk.sequence = seq->id;

@@ -66,9 +66,17 @@ class Scheduler {
     PageDemand demand;
   };
 
+  // The step being planned, with running totals (tokens, pages) so that each decision is O(1).
+  struct Plan {
+    std::vector<Candidate> items;
+    int64_t tokens = 0;
+    PageDemand pages;
+    void add(const Candidate& c);
+    void drop(const Sequence* seq);  // a preempted sequence leaves the plan
+  };
+
   // Largest n' <= n (>= 1) whose pages fit next to `planned`, making room as allowed; 0 if none.
-  int64_t fit(Sequence* seq, int64_t n, std::vector<Candidate>& planned, bool may_preempt);
-  PageDemand committed(const std::vector<Candidate>& planned) const;
+  int64_t fit(Sequence* seq, int64_t n, Plan& planned, bool may_preempt);
   void preempt(Sequence* seq);
   void free_kv(Sequence* seq);
   bool evict_prefix();
@@ -80,6 +88,7 @@ class Scheduler {
   Executor& executor_;
   PrefixCache* prefix_;             // null: prefix caching off
   std::vector<Sequence*> running_;  // admission order
+  std::vector<Sequence*> pass_;     // schedule() scratch: running_ as a pass started
   std::set<Sequence*, WaitingOrder> waiting_;
   SchedulerCounters counters_;
 };
