@@ -59,7 +59,14 @@ RowError check_tokens(const char* what, const int32_t* tokens, int64_t n, int32_
   if (n > 0 && tokens == nullptr) {
     return invalid(std::string(what) + " is NULL with n_" + what + " = " + std::to_string(n));
   }
+  // Every row of every step carries its whole context: one branch-free pass (vectorised; an id
+  // is out of range iff it is >= vocab as unsigned), the message only when something is wrong.
+  uint32_t any_outside = 0;
   for (int64_t i = 0; i < n; ++i) {
+    any_outside |=
+        static_cast<uint32_t>(static_cast<uint32_t>(tokens[i]) >= static_cast<uint32_t>(vocab));
+  }
+  for (int64_t i = 0; any_outside != 0 && i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= vocab) {
       return invalid(std::string(what) + "[" + std::to_string(i) +
                      "] = " + std::to_string(tokens[i]) + " is outside the vocabulary [0, " +
