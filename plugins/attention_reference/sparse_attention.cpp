@@ -6,16 +6,36 @@
 
 namespace tessera::reference {
 
+namespace {
+
+// q . row in double with 8 interleaved partial sums: independent chains the compiler vectorises
+// (a single running sum is one serial chain of dim dependent adds). Only the order of the double
+// additions differs from the plain loop: ~1e-16 relative, far below the fp32 output's resolution.
+double dot_double(const double* q, const float* row, int32_t dim) {
+  constexpr int32_t kLanes = 8;
+  double lanes[kLanes] = {};
+  int32_t c = 0;
+  for (; c + kLanes <= dim; c += kLanes)
+    for (int32_t k = 0; k < kLanes; ++k) lanes[k] += q[c + k] * static_cast<double>(row[c + k]);
+  double dot = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+               ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (; c < dim; ++c) dot += q[c] * static_cast<double>(row[c]);
+  return dot;
+}
+
+}  // namespace
+
 void attend_with_sink(const float* q, int32_t n_heads, int32_t dim, const float* const* rows,
                       int64_t n_rows, float scale, const float* sink, float* out) {
   std::vector<double> logit(static_cast<size_t>(n_rows));
+  std::vector<double> qd(static_cast<size_t>(dim));   // [dim] the head's query in double
+  std::vector<double> acc(static_cast<size_t>(dim));  // [dim] weighted sum of the rows
   for (int32_t h = 0; h < n_heads; ++h) {
     const float* qh = q + static_cast<int64_t>(h) * dim;
+    for (int32_t c = 0; c < dim; ++c) qd[c] = qh[c];
     double max_logit = sink[h];  // the sink joins the softmax denominator (no value vector)
     for (int64_t j = 0; j < n_rows; ++j) {
-      double dot = 0.0;
-      for (int32_t c = 0; c < dim; ++c) dot += static_cast<double>(qh[c]) * rows[j][c];
-      logit[j] = dot * scale;
+      logit[j] = dot_double(qd.data(), rows[j], dim) * scale;
       max_logit = std::max(max_logit, logit[j]);
     }
     double denom = std::exp(static_cast<double>(sink[h]) - max_logit);
@@ -23,9 +43,12 @@ void attend_with_sink(const float* q, int32_t n_heads, int32_t dim, const float*
       logit[j] = std::exp(logit[j] - max_logit);
       denom += logit[j];
     }
-    std::vector<double> acc(static_cast<size_t>(dim), 0.0);
-    for (int64_t j = 0; j < n_rows; ++j)
-      for (int32_t c = 0; c < dim; ++c) acc[c] += logit[j] * rows[j][c];
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t j = 0; j < n_rows; ++j) {
+      const double w = logit[j];
+      const float* row = rows[j];
+      for (int32_t c = 0; c < dim; ++c) acc[c] += w * row[c];
+    }
     float* oh = out + static_cast<int64_t>(h) * dim;
     for (int32_t c = 0; c < dim; ++c) oh[c] = static_cast<float>(acc[c] / denom);
   }
