@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import unittest
 
 import grpc
@@ -64,7 +65,21 @@ class GrpcServer(harness.Server):
             self.grpc_port = int(f.read().strip())
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.grpc_port}")
         grpc.channel_ready_future(self.channel).result(timeout=10)
+        # Health follows the engine by polling it every 50 ms (docs/grpc.md): wait for SERVING.
+        self.wait_health(health_pb2.HealthCheckResponse.SERVING)
         return self
+
+    def wait_health(self, status, timeout=5):
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        deadline = time.time() + timeout
+        seen = []
+        while time.time() < deadline:
+            now = stub.Check(health_pb2.HealthCheckRequest(), timeout=10).status
+            seen.append(now)
+            if now == status:
+                return
+            time.sleep(0.01)
+        raise AssertionError(f"gRPC health stayed {sorted(set(seen))}, wanted {status}")
 
     def stop(self, *a, **kw):
         if self.channel is not None:
@@ -147,9 +162,7 @@ class GrpcFrontendTest(unittest.TestCase):
                                 finished_reason="abort")
         self.server.wait_metric("vllm:num_requests_running", lambda v: v == 0)
         self.assertTrue(self.server.alive())
-        health = health_pb2_grpc.HealthStub(self.server.channel)
-        self.assertEqual(health.Check(health_pb2.HealthCheckRequest(), timeout=10).status,
-                         health_pb2.HealthCheckResponse.SERVING)
+        self.server.wait_health(health_pb2.HealthCheckResponse.SERVING)
         ids, _, last = generate(self.stub, text="Next", sampling_params=pb.SamplingParams(
             temperature=0.0, max_new_tokens=4, ignore_eos=True))
         self.assertTrue(last.HasField("complete"))
