@@ -38,7 +38,9 @@ std::optional<ApiError> EngineClient::submit(const std::string& request_json,
                                              ts_event_callback on_event, void* user,
                                              std::uint64_t* request_id) const {
   const ts_status s = api_->submit(api_->ctx, request_json.c_str(), on_event, user, request_id);
-  if (s.code == TS_OK) return std::nullopt;
+  if (s.code == TS_OK) {
+    return std::nullopt;
+  }
   return error_from_status(s, "submit");
 }
 
@@ -71,8 +73,12 @@ std::vector<T> call_with_buffer(std::size_t guess, Fill&& fill, const char* what
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::int64_t needed = 0;
     const ts_status s = fill(buffer.data(), static_cast<std::int64_t>(buffer.size()), &needed);
-    if (s.code != TS_OK) throw RequestError(error_from_status(s, what));
-    if (needed < 0) break;
+    if (s.code != TS_OK) {
+      throw RequestError(error_from_status(s, what));
+    }
+    if (needed < 0) {
+      break;
+    }
     if (static_cast<std::size_t>(needed) <= buffer.size()) {
       buffer.resize(static_cast<std::size_t>(needed));
       return buffer;
@@ -132,10 +138,13 @@ std::string EngineClient::apply_chat_template(const std::string& request_json) c
 std::optional<std::string> EngineClient::ab_report_json() const {
   if (api_ == nullptr ||
       api_->struct_size < offsetof(ts_engine_api, ab_report_json) + sizeof(void*) ||
-      api_->ab_report_json == nullptr)
+      api_->ab_report_json == nullptr) {
     return std::nullopt;
+  }
   const char* text = api_->ab_report_json(api_->ctx);
-  if (text == nullptr) return std::nullopt;
+  if (text == nullptr) {
+    return std::nullopt;
+  }
   return std::string(text);
 }
 

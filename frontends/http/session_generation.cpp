@@ -41,7 +41,9 @@ void Session::start_generation(Route route, std::string body) {
                ? parse_chat_request(body, state_.ctx.limits, state_.ctx.model_name)
                : parse_completion_request(body, state_.ctx.limits, state_.ctx.model_name);
     for (std::size_t i = 0; plan.echo && i < plan.echo_texts.size(); ++i) {
-      if (!plan.echo_texts[i].empty()) continue;  // token-id prompt: echo its text
+      if (!plan.echo_texts[i].empty()) {
+        continue;  // token-id prompt: echo its text
+      }
       const auto request = Json::parse(plan.engine_requests[i]);
       plan.echo_texts[i] = state_.ctx.engine.detokenize(
           request["prompt_token_ids"].get<std::vector<std::int32_t>>());
@@ -90,11 +92,17 @@ void Session::add_ab_headers(GenerationPlan& plan) const {
   const auto& req = parser_->get();
   const std::string arm(req["X-Tessera-Arm"]);
   const std::string request_id(req["X-Request-Id"]);
-  if (arm.empty() && request_id.empty()) return;
+  if (arm.empty() && request_id.empty()) {
+    return;
+  }
   for (auto& text : plan.engine_requests) {
     Json request = Json::parse(text);
-    if (!arm.empty()) request["arm"] = arm;
-    if (!request_id.empty()) request["request_id"] = request_id;
+    if (!arm.empty()) {
+      request["arm"] = arm;
+    }
+    if (!request_id.empty()) {
+      request["request_id"] = request_id;
+    }
     text = request.dump(-1, ' ', false, Json::error_handler_t::replace);
   }
 }
@@ -119,16 +127,24 @@ void Session::handle_engine_event(EngineCall* call, const std::string& text) {
   const std::string type = string_member(event, "type");
   const bool done = type == "done";
   const bool error = type == "error";
-  if (arm_.empty()) arm_ = string_member(event, "arm");
-  if (done) call->done = true;
+  if (arm_.empty()) {
+    arm_ = string_member(event, "arm");
+  }
+  if (done) {
+    call->done = true;
+  }
   try {
     if (generating_ && call->generation == generation_ && builder_) {
       const std::string bytes = builder_->on_event(call->prompt_index, event);
       if (builder_->failure() && !stream_started_) {
         fail_before_output(*builder_->failure());
       } else {
-        if (stream_mode_ && !bytes.empty()) stream_bytes(bytes);
-        if (error) abort_calls();  // in-band error sent: stop the other choices too
+        if (stream_mode_ && !bytes.empty()) {
+          stream_bytes(bytes);
+        }
+        if (error) {
+          abort_calls();  // in-band error sent: stop the other choices too
+        }
         if (builder_->complete()) {
           if (stream_mode_) {
             finish_stream();
@@ -136,7 +152,9 @@ void Session::handle_engine_event(EngineCall* call, const std::string& text) {
             state_.metrics.count_request(&decision_.match.route, 200);
             Reply reply;
             reply.body = builder_->final_body();
-            if (!arm_.empty()) reply.headers.emplace_back("X-Tessera-Arm", arm_);
+            if (!arm_.empty()) {
+              reply.headers.emplace_back("X-Tessera-Arm", arm_);
+            }
             end_generation();
             send_reply(std::move(reply), keep_alive());
           }
@@ -148,14 +166,18 @@ void Session::handle_engine_event(EngineCall* call, const std::string& text) {
     state_.logger.error(std::string("dropping a connection after an internal error: ") + e.what());
     close();
   }
-  if (done) release_call(call);
+  if (done) {
+    release_call(call);
+  }
 }
 
 void Session::fail_before_output(const ApiError& error) {
   abort_calls();
   state_.metrics.count_request(&decision_.match.route, error.status);
   end_generation();
-  if (closed_) return;
+  if (closed_) {
+    return;
+  }
   send_reply(error_reply(error), keep_alive());
 }
 
@@ -165,25 +187,33 @@ std::string Session::stream_head() const {
   head += "Content-Type: text/event-stream; charset=utf-8\r\n";
   head += "Cache-Control: no-cache\r\n";
   head += "X-Accel-Buffering: no\r\n";
-  if (!arm_.empty()) head += "X-Tessera-Arm: " + arm_ + "\r\n";
+  if (!arm_.empty()) {
+    head += "X-Tessera-Arm: " + arm_ + "\r\n";
+  }
   if (!decision_.cors_origin.empty()) {
     head += "Access-Control-Allow-Origin: " + decision_.cors_origin + "\r\nVary: Origin\r\n";
   }
-  if (stream_chunked_) head += "Transfer-Encoding: chunked\r\n";
+  if (stream_chunked_) {
+    head += "Transfer-Encoding: chunked\r\n";
+  }
   head += keep_alive() && stream_chunked_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   head += "\r\n";
   return head;
 }
 
 void Session::stream_bytes(const std::string& bytes) {
-  if (closed_) return;
+  if (closed_) {
+    return;
+  }
   if (!stream_started_) {
     stream_started_ = true;
     state_.metrics.stream_started();
     state_.metrics.count_request(&decision_.match.route, 200);
     pending_ += stream_head();
   }
-  if (!bytes.empty()) pending_ += stream_chunked_ ? chunk(bytes) : bytes;
+  if (!bytes.empty()) {
+    pending_ += stream_chunked_ ? chunk(bytes) : bytes;
+  }
   if (pending_.size() > static_cast<std::size_t>(state_.options.max_buffered_bytes)) {
     // The client reads slower than we generate, by megabytes: cut it off rather than buffer
     // without bound.
@@ -195,16 +225,24 @@ void Session::stream_bytes(const std::string& bytes) {
 }
 
 void Session::finish_stream() {
-  if (stream_closing_ || closed_) return;
+  if (stream_closing_ || closed_) {
+    return;
+  }
   stream_bytes(builder_->stream_tail());
-  if (closed_) return;
+  if (closed_) {
+    return;
+  }
   stream_closing_ = true;
-  if (stream_chunked_) pending_ += "0\r\n\r\n";
+  if (stream_chunked_) {
+    pending_ += "0\r\n\r\n";
+  }
   flush_stream();
 }
 
 void Session::flush_stream() {
-  if (writing_ || pending_.empty() || closed_) return;
+  if (writing_ || pending_.empty() || closed_) {
+    return;
+  }
   in_flight_.swap(pending_);
   pending_.clear();
   writing_ = true;
@@ -218,22 +256,32 @@ void Session::on_stream_written(beast::error_code ec) {
   writing_ = false;
   in_flight_.clear();
   if (ec) {
-    if (generating_) state_.metrics.client_disconnected();
+    if (generating_) {
+      state_.metrics.client_disconnected();
+    }
     return close();
   }
-  if (!pending_.empty()) return flush_stream();
+  if (!pending_.empty()) {
+    return flush_stream();
+  }
   if (stream_closing_ && generating_) {
     const bool keep = keep_alive() && stream_chunked_;
     end_generation();
-    if (keep) return next_request();
+    if (keep) {
+      return next_request();
+    }
     close();
   }
 }
 
 void Session::end_generation() {
-  if (!generating_) return;
+  if (!generating_) {
+    return;
+  }
   generating_ = false;
-  if (stream_started_) state_.metrics.stream_ended();
+  if (stream_started_) {
+    state_.metrics.stream_ended();
+  }
   stream_started_ = false;
   stream_closing_ = false;
   builder_.reset();
@@ -254,7 +302,9 @@ void Session::abort_calls() {
 void Session::release_call(EngineCall* call) {
   for (auto it = calls_.begin(); it != calls_.end(); ++it) {
     if (it->get() == call) {
-      if ((*it)->submitted) state_.open_engine_calls.fetch_sub(1);
+      if ((*it)->submitted) {
+        state_.open_engine_calls.fetch_sub(1);
+      }
       calls_.erase(it);  // drops the call's hold on this session
       return;
     }

@@ -41,7 +41,9 @@ struct FrontendEntry {
                           ts_instance** out) {
     return guarded([&]() -> ts_status {
       Options options;
-      if (ts_status s = Parse(options_json, options); s.code != TS_OK) return s;
+      if (ts_status s = Parse(options_json, options); s.code != TS_OK) {
+        return s;
+      }
       return create_instance<Server>(out, std::move(options), host);
     });
   }
@@ -49,12 +51,16 @@ struct FrontendEntry {
   static void destroy(ts_instance* instance) { destroy_instance<Server>(instance); }
 
   static ts_status start(ts_instance* instance, const ts_engine_api* engine) {
-    if (instance == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "start: instance is NULL");
+    if (instance == nullptr) {
+      return fail(TS_ERR_INVALID_ARGUMENT, "start: instance is NULL");
+    }
     return self<Server>(instance).start(engine);
   }
 
   static ts_status stop(ts_instance* instance, int64_t deadline_ms) {
-    if (instance == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "stop: instance is NULL");
+    if (instance == nullptr) {
+      return fail(TS_ERR_INVALID_ARGUMENT, "stop: instance is NULL");
+    }
     return self<Server>(instance).stop(deadline_ms);
   }
 

@@ -16,7 +16,9 @@ namespace {
 std::string join_diagnostics(const std::vector<ConfigDiagnostic>& diagnostics) {
   std::string text;
   for (const ConfigDiagnostic& d : diagnostics) {
-    if (!text.empty()) text += '\n';
+    if (!text.empty()) {
+      text += '\n';
+    }
     text += d.to_string();
   }
   return text;
@@ -38,7 +40,9 @@ ConfigError::ConfigError(std::vector<ConfigDiagnostic> diagnostics)
 SourceLocation Config::location_of(std::string_view dotted_path) const {
   std::string_view path = dotted_path;
   while (!path.empty()) {
-    if (auto it = locations.find(path); it != locations.end()) return it->second;
+    if (auto it = locations.find(path); it != locations.end()) {
+      return it->second;
+    }
     const auto dot = path.rfind('.');
     path = dot == std::string_view::npos ? std::string_view() : path.substr(0, dot);
   }
@@ -70,7 +74,9 @@ std::vector<PluginUse> Config::plugin_uses() const {
     const auto add_arm = [&](ts_plugin_kind kind, std::string_view table, const std::string& name,
                              const std::string& options) {
       const std::string prefix = fmt::format("ab.{}.{}", arm.name, table);
-      if (!locations.count(prefix)) return;
+      if (!locations.count(prefix)) {
+        return;
+      }
       add_section(kind, prefix, name, options);
     };
     add_arm(TS_KIND_KV_CACHE, "kv_cache", arm.kv_cache.plugin, arm.kv_cache.options_json);
@@ -98,16 +104,20 @@ Config default_config() {
 
 Config load_config_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
+  if (!in) {
     throw Error(
         fmt::format("cannot open config file `{}`: {}", path.string(), std::strerror(errno)));
+  }
   std::string text(kMaxConfigFileBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) throw Error(fmt::format("cannot read config file `{}`", path.string()));
+  if (in.bad()) {
+    throw Error(fmt::format("cannot read config file `{}`", path.string()));
+  }
   text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > kMaxConfigFileBytes)
+  if (text.size() > kMaxConfigFileBytes) {
     throw Error(fmt::format("config file `{}` is larger than {} bytes", path.string(),
                             kMaxConfigFileBytes));
+  }
   return load_config_string(text, path.string());
 }
 

@@ -42,7 +42,9 @@ inline std::string where_in(std::string_view table) {
 inline std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates,
                                 std::string_view quote) {
   const std::string suggestion = util::nearest(word, candidates);
-  if (suggestion.empty()) return "";
+  if (suggestion.empty()) {
+    return "";
+  }
   return fmt::format(", did you mean {}{}{}?", quote, suggestion, quote);
 }
 class ConfigLoader {
@@ -56,14 +58,18 @@ class ConfigLoader {
     walk_fixed_table(root, "");
     check_required_keys();
     check_cross_key_rules();
-    if (ab_node_ != nullptr) read_ab(*ab_node_);  // arms start from the finished top level
+    if (ab_node_ != nullptr) {
+      read_ab(*ab_node_);  // arms start from the finished top level
+    }
     diagnostics_.throw_if_any();
     return std::move(config_);
   }
 
  private:
   void walk_fixed_table(const toml::table& table, std::string_view path) {
-    if (!path.empty()) config_.locations[prefix_ + std::string(path)] = at(table.source());
+    if (!path.empty()) {
+      config_.locations[prefix_ + std::string(path)] = at(table.source());
+    }
     for (const auto& [key, node] : table) {
       const std::string_view name = key.str();
       if (path.empty() && prefix_.empty() && name == "ab") {
@@ -144,18 +150,20 @@ class ConfigLoader {
         }
         has_plugin = true;
         frontend.plugin_location = diagnostics_.at(key.source());
-        if (const auto* name = value.as_string(); name != nullptr && !name->get().empty())
+        if (const auto* name = value.as_string(); name != nullptr && !name->get().empty()) {
           frontend.plugin = name->get();
-        else
+        } else {
           diagnostics_.add(value.source(),
                            fmt::format("`plugin` in [[{}]] entry {} must be a non-empty string "
                                        "naming a plugin, got {}",
                                        spec.path, number, describe_type(value)));
+        }
       }
-      if (!has_plugin)
+      if (!has_plugin) {
         diagnostics_.add(
             entry->source(),
             fmt::format("missing required key `plugin` in [[{}]] entry {}", spec.path, number));
+      }
       frontend.options_json = options.dump();
       config_.frontends.push_back(std::move(frontend));
     }
@@ -171,30 +179,46 @@ class ConfigLoader {
     std::visit(Overloaded{
                    [&](schema::StringField field) {
                      const auto* value = node.as_string();
-                     if (value == nullptr) return wrong_type("a string");
-                     if (check_string(spec, path, *value)) field(config_) = value->get();
+                     if (value == nullptr) {
+                       return wrong_type("a string");
+                     }
+                     if (check_string(spec, path, *value)) {
+                       field(config_) = value->get();
+                     }
                    },
                    [&](schema::IntegerField field) {
                      const auto* value = node.as_integer();
-                     if (value == nullptr) return wrong_type("an integer");
-                     if (check_integer(spec, path, *value)) field(config_) = value->get();
+                     if (value == nullptr) {
+                       return wrong_type("an integer");
+                     }
+                     if (check_integer(spec, path, *value)) {
+                       field(config_) = value->get();
+                     }
                    },
                    [&](schema::FloatField field) {
                      // An integer is a fine float (temperature = 1).
-                     if (!node.is_number()) return wrong_type("a float");
+                     if (!node.is_number()) {
+                       return wrong_type("a float");
+                     }
                      const double value = node.is_integer()
                                               ? static_cast<double>(node.as_integer()->get())
                                               : node.as_floating_point()->get();
-                     if (check_float(spec, path, node, value)) field(config_) = value;
+                     if (check_float(spec, path, node, value)) {
+                       field(config_) = value;
+                     }
                    },
                    [&](schema::BoolField field) {
                      const auto* value = node.as_boolean();
-                     if (value == nullptr) return wrong_type("a boolean (true or false)");
+                     if (value == nullptr) {
+                       return wrong_type("a boolean (true or false)");
+                     }
                      field(config_) = value->get();
                    },
                    [&](schema::StringListField field) {
                      const auto* array = node.as_array();
-                     if (array == nullptr) return wrong_type("an array of strings");
+                     if (array == nullptr) {
+                       return wrong_type("an array of strings");
+                     }
                      read_string_list(path, *array, field(config_));
                    },
                },
@@ -209,9 +233,14 @@ class ConfigLoader {
       diagnostics_.add(value.source(), fmt::format("`{}` must not be empty", path));
       return false;
     }
-    if (spec.choices.empty()) return true;
-    for (std::string_view allowed : spec.choices)
-      if (allowed == text) return true;
+    if (spec.choices.empty()) {
+      return true;
+    }
+    for (std::string_view allowed : spec.choices) {
+      if (allowed == text) {
+        return true;
+      }
+    }
     failed_.insert(path);
     const std::vector<std::string> candidates(spec.choices.begin(), spec.choices.end());
     diagnostics_.add(value.source(),
@@ -223,8 +252,9 @@ class ConfigLoader {
   bool check_integer(const schema::KeySpec& spec, const std::string& path,
                      const toml::value<std::int64_t>& value) {
     const std::int64_t v = value.get();
-    if (!spec.integer_range || (v >= spec.integer_range->min && v <= spec.integer_range->max))
+    if (!spec.integer_range || (v >= spec.integer_range->min && v <= spec.integer_range->max)) {
       return true;
+    }
     failed_.insert(path);
     diagnostics_.add(value.source(),
                      fmt::format("`{}` = {} is out of range {}", path, v, spec.range_text()));
@@ -233,11 +263,15 @@ class ConfigLoader {
 
   bool check_float(const schema::KeySpec& spec, const std::string& path, const toml::node& node,
                    double v) {
-    if (!spec.float_range) return true;
+    if (!spec.float_range) {
+      return true;
+    }
     const schema::FloatRange& r = *spec.float_range;
     // Written so that NaN fails every comparison and lands in the error branch.
     const bool above_min = r.min_exclusive ? v > r.min : v >= r.min;
-    if (above_min && v <= r.max) return true;
+    if (above_min && v <= r.max) {
+      return true;
+    }
     failed_.insert(path);
     diagnostics_.add(node.source(),
                      fmt::format("`{}` = {} is out of range {}", path, v, spec.range_text()));
@@ -265,8 +299,12 @@ class ConfigLoader {
 
   void check_required_keys() {
     for (const schema::KeySpec& spec : schema::keys()) {
-      if (!spec.required() || config_.locations.count(spec.dotted_path())) continue;
-      if (failed_.count(std::string(spec.table))) continue;  // already reported: not a table
+      if (!spec.required() || config_.locations.count(spec.dotted_path())) {
+        continue;
+      }
+      if (failed_.count(std::string(spec.table))) {
+        continue;  // already reported: not a table
+      }
       diagnostics_.add(
           config_.location_of(spec.table),
           fmt::format("missing required key `{}` in [{}] ({})", spec.key, spec.table, spec.doc));
@@ -279,9 +317,13 @@ class ConfigLoader {
   // Inside an [ab] arm, `small` is the arm's key (prefix_) and `large` the shared one.
   void require_at_most(std::string_view small_key, std::int64_t& small, std::string_view large_path,
                        std::int64_t large) {
-    if (small <= large) return;
+    if (small <= large) {
+      return;
+    }
     const std::string small_path = prefix_ + std::string(small_key);
-    if (failed_.count(small_path) || failed_.count(large_path)) return;
+    if (failed_.count(small_path) || failed_.count(large_path)) {
+      return;
+    }
     if (!config_.locations.count(small_path)) {
       small = large;
       return;

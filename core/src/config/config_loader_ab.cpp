@@ -26,22 +26,26 @@ void ConfigLoader::read_ab(const toml::node& node) {
   for (const auto& [key, value] : *table) {
     const std::string_view name = key.str();
     if (schema::find_key("ab", name) != nullptr ||
-        std::find(names.begin(), names.end(), name) != names.end())
+        std::find(names.begin(), names.end(), name) != names.end()) {
       continue;
+    }
     diagnostics_.add(key.source(),
                      fmt::format("unknown key `{}` in [ab] (an arm's table needs its name in "
                                  "`ab.arms`){}",
                                  printable(name), did_you_mean(name, allowed, "`")));
   }
-  if (failed_.count("ab.arms")) return;
+  if (failed_.count("ab.arms")) {
+    return;
+  }
   double total_weight = 0;
   for (const std::string& name : names) {
     config_.ab.arms.push_back(read_arm(name, table->get(name)));
     total_weight += config_.ab.arms.back().weight;
   }
-  if (!names.empty() && !(total_weight > 0))
+  if (!names.empty() && !(total_weight > 0)) {
     diagnostics_.add(config_.location_of("ab"),
                      "the weights of the [ab] arms sum to 0: no arm would get traffic");
+  }
 }
 
 void ConfigLoader::check_arm_names(const std::vector<std::string>& names) {
@@ -49,29 +53,34 @@ void ConfigLoader::check_arm_names(const std::vector<std::string>& names) {
     failed_.insert("ab.arms");
     diagnostics_.add(config_.location_of("ab.arms"), std::move(message));
   };
-  if (names.size() == 1)
+  if (names.size() == 1) {
     return fail("`ab.arms` needs at least two arms (or none, to turn A/B off)");
+  }
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string& n = names[i];
     const bool valid =
         n.size() <= 32 && std::all_of(n.begin(), n.end(), [](char c) {
           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
         });
-    if (!valid)
+    if (!valid) {
       return fail(
           fmt::format("arm name \"{}\" in `ab.arms` must be 1-32 characters of "
                       "a-z, 0-9, _ and -",
                       printable(n)));
+    }
     if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), n) !=
-        names.begin() + static_cast<std::ptrdiff_t>(i))
+        names.begin() + static_cast<std::ptrdiff_t>(i)) {
       return fail(fmt::format("arm \"{}\" is named twice in `ab.arms`", n));
+    }
   }
 }
 
 // The top-level plugin tables with [ab.<name>]'s written over them.
 AbArm ConfigLoader::read_arm(const std::string& name, const toml::node* node) {
   AbArm arm{name, 1.0, config_.kv_cache, config_.attention, config_.sampler};
-  if (node == nullptr) return arm;
+  if (node == nullptr) {
+    return arm;
+  }
   const toml::table* table = node->as_table();
   if (table == nullptr) {
     diagnostics_.add(node->source(),
@@ -88,13 +97,14 @@ AbArm ConfigLoader::read_arm(const std::string& name, const toml::node* node) {
       const double w = value.is_integer()          ? static_cast<double>(value.as_integer()->get())
                        : value.is_floating_point() ? value.as_floating_point()->get()
                                                    : -1.0;
-      if (w >= 0 && std::isfinite(w))
+      if (w >= 0 && std::isfinite(w)) {
         arm.weight = w;
-      else
+      } else {
         diagnostics_.add(value.source(),
                          fmt::format("`ab.{}.weight` must be a finite number >= 0, got {}", name,
                                      value.is_number() ? "a negative or infinite number"
                                                        : describe_type(value)));
+      }
     } else if (k == "kv_cache" || k == "attention" || k == "sampler") {
       // Another plugin than the top level's: its options start from the defaults.
       if (const auto* sub = value.as_table()) {
@@ -105,10 +115,11 @@ AbArm ConfigLoader::read_arm(const std::string& name, const toml::node* node) {
         const std::string& current = k == "kv_cache"    ? config_.kv_cache.plugin
                                      : k == "attention" ? config_.attention.plugin
                                                         : config_.sampler.plugin;
-        if (plugin != nullptr && plugin->get() != current)
+        if (plugin != nullptr && plugin->get() != current) {
           *options = k == "kv_cache"    ? defaults.kv_cache.options_json
                      : k == "attention" ? defaults.attention.options_json
                                         : defaults.sampler.options_json;
+        }
       }
       read_table(*schema::find_table(k), value);
     } else {

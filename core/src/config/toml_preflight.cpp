@@ -17,7 +17,9 @@ class Scanner {
   Scanner(std::string_view text, std::string_view name) : text_(text), name_(name) {}
 
   std::optional<ConfigDiagnostic> run() {
-    if (starts_with("\xef\xbb\xbf")) pos_ = 3;  // a UTF-8 byte order mark, which toml++ skips
+    if (starts_with("\xef\xbb\xbf")) {
+      pos_ = 3;  // a UTF-8 byte order mark, which toml++ skips
+    }
     // The last byte of syntax that was not a space: a quote opens a string only where TOML lets a
     // key or value begin (toml++ reads `0'x` as one bad number, not as 0 and a string).
     char previous = '\n';
@@ -25,12 +27,16 @@ class Scanner {
       const char c = text_[pos_];
       const bool string_may_start =
           std::string_view("\n=[,{.").find(previous) != std::string_view::npos;
-      if (c != ' ' && c != '\t' && c != '\r') previous = c;
+      if (c != ' ' && c != '\t' && c != '\r') {
+        previous = c;
+      }
       if (c == '#') {
         skip_until_newline();
       } else if (string_may_start && starts_with("\"\"\"")) {
         advance(3);
-        if (auto problem = multi_line_basic()) return problem;
+        if (auto problem = multi_line_basic()) {
+          return problem;
+        }
       } else if (string_may_start && starts_with("'''")) {
         advance(3);
         skip_past_closing('\'');
@@ -64,7 +70,9 @@ class Scanner {
   }
 
   void skip_until_newline() {
-    while (pos_ < text_.size() && text_[pos_] != '\n') advance(1);
+    while (pos_ < text_.size() && text_[pos_] != '\n') {
+      advance(1);
+    }
   }
 
   // Basic ("...", with escapes) or literal ('...'); a newline ends either (an error toml++ names).
@@ -72,7 +80,9 @@ class Scanner {
     while (pos_ < text_.size() && text_[pos_] != '\n') {
       const char c = text_[pos_];
       advance(c == '\\' && quote == '"' ? 2 : 1);
-      if (c == quote) return;
+      if (c == quote) {
+        return;
+      }
     }
   }
 
@@ -82,7 +92,9 @@ class Scanner {
     while (pos_ < text_.size()) {
       if (starts_with(delimiter)) {
         std::size_t run = 0;
-        while (run < 5 && pos_ + run < text_.size() && text_[pos_ + run] == quote) ++run;
+        while (run < 5 && pos_ + run < text_.size() && text_[pos_ + run] == quote) {
+          ++run;
+        }
         advance(run);
         return;
       }
@@ -103,16 +115,20 @@ class Scanner {
       // A line-ending backslash: whitespace up to a newline, then every whitespace and newline
       // after it is trimmed, and toml++ classifies the first character that is not.
       std::size_t look = pos_ + 1;
-      while (look < text_.size() && (text_[look] == ' ' || text_[look] == '\t')) ++look;
+      while (look < text_.size() && (text_[look] == ' ' || text_[look] == '\t')) {
+        ++look;
+      }
       if (look < text_.size() && (text_[look] == '\n' || text_[look] == '\r')) {
         advance(look - pos_);
         while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                       text_[pos_] == '\n' || text_[pos_] == '\r'))
+                                       text_[pos_] == '\n' || text_[pos_] == '\r')) {
           advance(1);
-        if (pos_ < text_.size() && !is_ascii(text_[pos_]))
+        }
+        if (pos_ < text_.size() && !is_ascii(text_[pos_])) {
           return problem(
               "non-ASCII character right after a line-ending backslash: toml++ 3.3 "
               "cannot parse it safely (toml++ issue #190); write it as \\uXXXX");
+        }
       } else if (look < text_.size() && !is_ascii(text_[look])) {
         // Not a valid escape (directly, or after spaces and tabs that did not reach a newline);
         // toml++ asks whether the character is whitespace before saying so, and that check is
@@ -145,7 +161,9 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
   const auto in = [](unsigned v, unsigned lo, unsigned hi) { return v >= lo && v <= hi; };
   const unsigned b0 = byte(0);
   const unsigned b1 = byte(1);
-  if (in(b0, 0xc2, 0xdf)) return in(b1, 0x80, 0xbf) ? 2 : 0;
+  if (in(b0, 0xc2, 0xdf)) {
+    return in(b1, 0x80, 0xbf) ? 2 : 0;
+  }
   if (in(b0, 0xe0, 0xef)) {
     const unsigned lo = b0 == 0xe0 ? 0xa0 : 0x80;
     const unsigned hi = b0 == 0xed ? 0x9f : 0xbf;  // no surrogates
@@ -175,7 +193,9 @@ std::optional<std::string> ascii_shadow(std::string_view text) {
       changed = true;
     }
   }
-  if (!changed) return std::nullopt;
+  if (!changed) {
+    return std::nullopt;
+  }
   return shadow;
 }
 

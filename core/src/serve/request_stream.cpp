@@ -20,7 +20,9 @@ double finite_logprob(float lp) { return std::isfinite(lp) ? lp : -9999.0; }
 void token_fields(const tokenizer::Tokenizer& tokenizer, int32_t id, Json& out) {
   const std::string_view bytes = tokenizer.token_bytes(id);
   Json list = Json::array();
-  for (const unsigned char c : bytes) list.push_back(static_cast<int>(c));
+  for (const unsigned char c : bytes) {
+    list.push_back(static_cast<int>(c));
+  }
   out["token"] = tokenizer::utf8_lossy(bytes);
   out["bytes"] = std::move(list);
 }
@@ -62,7 +64,9 @@ RequestStream::RequestStream(const ServeRequest& request, ts_event_callback on_e
       submitted_(Clock::now()) {
   if (chat_) {
     const auto think_end = tokenizer.token_to_id(chat::kThinkEnd);
-    for (auto& c : choices_) c.splitter.emplace(request.thinking, think_end);
+    for (auto& c : choices_) {
+      c.splitter.emplace(request.thinking, think_end);
+    }
   }
 }
 
@@ -75,7 +79,9 @@ std::vector<uint64_t> RequestStream::engine_ids() const {
   const std::lock_guard lock(mutex_);
   std::vector<uint64_t> ids;
   for (const auto& c : choices_) {
-    if (c.engine_id && !c.finished) ids.push_back(*c.engine_id);
+    if (c.engine_id && !c.finished) {
+      ids.push_back(*c.engine_id);
+    }
   }
   return ids;
 }
@@ -89,7 +95,9 @@ void RequestStream::abandon_from(std::size_t first) {
       ++finished_;
     }
   }
-  if (finished_ == choices_.size()) done_ = true;
+  if (finished_ == choices_.size()) {
+    done_ = true;
+  }
 }
 
 bool RequestStream::done() const {
@@ -98,15 +106,21 @@ bool RequestStream::done() const {
 }
 
 void RequestStream::emit(const std::string& json) {
-  if (muted_ || on_event_ == nullptr) return;
-  if (arm_field_.empty()) return on_event_(user_, json.c_str());
+  if (muted_ || on_event_ == nullptr) {
+    return;
+  }
+  if (arm_field_.empty()) {
+    return on_event_(user_, json.c_str());
+  }
   const std::string with_arm = "{" + arm_field_ + json.substr(1);  // every event is an object
   on_event_(user_, with_arm.c_str());
 }
 
 void RequestStream::record_outcome(const Choice& c, const engine::Event& event,
                                    Clock::time_point now) {
-  if (arm_.comparison == nullptr) return;
+  if (arm_.comparison == nullptr) {
+    return;
+  }
   ab::LiveOutcome o;
   o.finish_reason = engine::finish_reason_name(*event.finish);
   o.repetition_stop = *event.finish == engine::FinishReason::kRepetition;
@@ -140,9 +154,13 @@ std::string RequestStream::logprobs_json(const engine::Event& event) const {
 
 void RequestStream::on_engine_event(std::size_t index, const engine::Event& event) {
   const std::lock_guard lock(mutex_);
-  if (done_ || index >= choices_.size()) return;
+  if (done_ || index >= choices_.size()) {
+    return;
+  }
   Choice& c = choices_[index];
-  if (c.finished) return;
+  if (c.finished) {
+    return;
+  }
   const auto now = Clock::now();
   if (!event.tokens.empty()) {
     const double since =
@@ -164,17 +182,25 @@ void RequestStream::on_engine_event(std::size_t index, const engine::Event& even
   Json delta = {{"type", "delta"}, {"index", index}};
   bool has_output = false;
   std::string text = event.text;
-  if (event.finish && include_stop_str_ && event.stop_string) text += *event.stop_string;
+  if (event.finish && include_stop_str_ && event.stop_string) {
+    text += *event.stop_string;
+  }
   if (chat_) {
     auto piece = c.splitter->push(text, event.tokens);
     if (event.finish) {
       auto tail = c.splitter->finish();
       piece.reasoning += tail.reasoning;
       piece.content += tail.content;
-      for (auto& call : tail.tool_calls) piece.tool_calls.push_back(std::move(call));
+      for (auto& call : tail.tool_calls) {
+        piece.tool_calls.push_back(std::move(call));
+      }
     }
-    if (!piece.reasoning.empty()) delta["reasoning"] = piece.reasoning;
-    if (!piece.content.empty()) delta["content"] = piece.content;
+    if (!piece.reasoning.empty()) {
+      delta["reasoning"] = piece.reasoning;
+    }
+    if (!piece.content.empty()) {
+      delta["content"] = piece.content;
+    }
     if (!piece.tool_calls.empty()) {
       Json calls = Json::array();
       for (const auto& call : piece.tool_calls) {
@@ -187,14 +213,20 @@ void RequestStream::on_engine_event(std::size_t index, const engine::Event& even
     delta["text"] = text;
     has_output = true;
   }
-  if (!event.tokens.empty()) delta["token_ids"] = event.tokens;
+  if (!event.tokens.empty()) {
+    delta["token_ids"] = event.tokens;
+  }
   if (!event.logprobs.empty()) {
     delta["logprobs"] = Json::parse(logprobs_json(event));
     has_output = true;
   }
-  if (has_output || !event.tokens.empty()) emit(dump(delta));
+  if (has_output || !event.tokens.empty()) {
+    emit(dump(delta));
+  }
 
-  if (!event.finish) return;
+  if (!event.finish) {
+    return;
+  }
   c.finished = true;
   ++finished_;
   if (*event.finish == engine::FinishReason::kError) {

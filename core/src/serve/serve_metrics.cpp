@@ -52,13 +52,17 @@ void ServeMetrics::write_exposition(PrometheusWriter& w, const std::string& mode
                                     const std::vector<ArmMetrics>& arms) {
   const auto labels = [&](const ArmMetrics& a) {
     Labels l = {{"model_name", model_name}};
-    if (!a.arm.empty()) l.emplace_back("arm", a.arm);
+    if (!a.arm.empty()) {
+      l.emplace_back("arm", a.arm);
+    }
     return l;
   };
   // One series: its header, then a sample per arm.
   const auto series = [&](const char* name, const char* type, const char* help, auto value) {
     w.header(name, type, help);
-    for (const ArmMetrics& a : arms) w.sample(name, labels(a), value(a));
+    for (const ArmMetrics& a : arms) {
+      w.sample(name, labels(a), value(a));
+    }
   };
   const auto gauge = [&](const char* name, const char* help, auto value) {
     series(name, "gauge", help, value);
@@ -68,7 +72,9 @@ void ServeMetrics::write_exposition(PrometheusWriter& w, const std::string& mode
   };
   const auto histogram = [&](const char* name, const char* help, Histogram ServeMetrics::*h) {
     w.header(name, "histogram", help);
-    for (const ArmMetrics& a : arms) w.histogram(name, labels(a), (a.metrics->*h).snapshot());
+    for (const ArmMetrics& a : arms) {
+      w.histogram(name, labels(a), (a.metrics->*h).snapshot());
+    }
   };
   const auto count = [](const std::atomic<int64_t>& v) {
     return static_cast<double>(v.load(std::memory_order_relaxed));

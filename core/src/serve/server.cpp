@@ -39,7 +39,9 @@ ServingInfo serving_info(const Config& config, const RuntimeOptions& runtime,
   info.limits.effort_profile = chat::effort_profile_from_string(options.reasoning_effort_profile);
   info.max_body_bytes = config.limits.max_body_bytes;
   info.max_queue = config.limits.max_queue;
-  for (const AbArm& arm : config.ab.arms) info.ab_arms.push_back({arm.name, arm.weight});
+  for (const AbArm& arm : config.ab.arms) {
+    info.ab_arms.push_back({arm.name, arm.weight});
+  }
   info.ab_report_window = static_cast<std::size_t>(config.ab.report_window);
   return info;
 }
@@ -75,7 +77,9 @@ std::vector<ArmEngine> start_engines(const Config& config, const tokenizer::Toke
 
 std::vector<std::filesystem::path> plugin_directories(const RuntimeOptions& runtime) {
   std::vector<std::filesystem::path> dirs = runtime.plugin_dirs;
-  for (auto& d : PluginRegistry::default_search_path()) dirs.push_back(d);
+  for (auto& d : PluginRegistry::default_search_path()) {
+    dirs.push_back(d);
+  }
   return dirs;
 }
 
@@ -108,7 +112,10 @@ int run_server(const ServeOptions& options) {
     throw;
   }
   std::vector<EngineHooks> hooks;
-  for (auto& arm : arms) hooks.push_back(engine_hooks(*arm.engine, *arm.runtime));
+  hooks.reserve(arms.size());
+  for (auto& arm : arms) {
+    hooks.push_back(engine_hooks(*arm.engine, *arm.runtime));
+  }
   api.attach(std::move(hooks));
   spdlog::info("serving model \"{}\" (context {} tokens); SIGTERM or Ctrl-C drains and exits",
                api.info().model_name, arms[0].engine->max_context());
@@ -123,7 +130,9 @@ int run_server(const ServeOptions& options) {
   if (!api.wait_idle(std::chrono::seconds(10))) {
     spdlog::warn("{} requests still in flight after the drain", api.in_flight());
   }
-  for (auto& arm : arms) arm.engine.reset();  // every engine before any runtime (shared weights)
+  for (auto& arm : arms) {
+    arm.engine.reset();  // every engine before any runtime (shared weights)
+  }
   arms.clear();
   spdlog::info("drained; exiting");
   return 0;

@@ -56,12 +56,18 @@ int32_t code_of(engine::RequestError::Kind kind) {
 // The ABI's buffer convention: the full size always, at most `capacity` elements written.
 template <class T>
 ts_status copy_out(const T* data, std::size_t size, T* out, int64_t capacity, int64_t* n) {
-  if (n == nullptr) return ts_status{TS_ERR_INVALID_ARGUMENT, "size pointer is NULL"};
+  if (n == nullptr) {
+    return ts_status{TS_ERR_INVALID_ARGUMENT, "size pointer is NULL"};
+  }
   *n = static_cast<int64_t>(size);
-  if (capacity > 0 && out == nullptr) return ts_status{TS_ERR_INVALID_ARGUMENT, "buffer is NULL"};
+  if (capacity > 0 && out == nullptr) {
+    return ts_status{TS_ERR_INVALID_ARGUMENT, "buffer is NULL"};
+  }
   const std::size_t count =
       std::min<std::size_t>(size, static_cast<std::size_t>(std::max<int64_t>(capacity, 0)));
-  if (count > 0) std::memcpy(out, data, count * sizeof(T));
+  if (count > 0) {
+    std::memcpy(out, data, count * sizeof(T));
+  }
   return ok();
 }
 
@@ -72,7 +78,9 @@ ServingApi::ServingApi(ServingInfo info, std::shared_ptr<const tokenizer::Tokeni
   if (!info_.ab_arms.empty()) {
     assignment_.emplace(info_.ab_arms);  // throws for one arm, a bad name or bad weights
     std::vector<std::string> names;
-    for (const auto& arm : info_.ab_arms) names.push_back(arm.name);
+    for (const auto& arm : info_.ab_arms) {
+      names.push_back(arm.name);
+    }
     comparison_ = std::make_unique<ab::LiveComparison>(names, info_.ab_report_window);
   }
   for (std::size_t i = 0; i < std::max<std::size_t>(info_.ab_arms.size(), 1); ++i) {
@@ -115,10 +123,14 @@ std::shared_ptr<const std::vector<EngineHooks>> ServingApi::hooks() const {
 }
 
 std::size_t ServingApi::choose_arm(std::string_view request_json) {
-  if (!assignment_) return 0;
+  if (!assignment_) {
+    return 0;
+  }
   const auto request = nlohmann::json::parse(request_json, nullptr, /*allow_exceptions=*/false);
   const auto field = [&](const char* name) {
-    if (!request.is_object() || !request.contains(name)) return std::string();
+    if (!request.is_object() || !request.contains(name)) {
+      return std::string();
+    }
     if (!request[name].is_string()) {
       throw InvalidRequest(InvalidRequest::Kind::kInvalid,
                            fmt::format("'{}' must be a string", name));
@@ -127,14 +139,18 @@ std::size_t ServingApi::choose_arm(std::string_view request_json) {
   };
   const std::string explicit_arm = field("arm");
   std::string key = field("user");
-  if (key.empty()) key = field("request_id");
+  if (key.empty()) {
+    key = field("request_id");
+  }
   if (key.empty()) {
     thread_local std::mt19937_64 random{std::random_device{}()};
     key = fmt::format("random-{:016x}", random());
   }
   if (!explicit_arm.empty() && assignment_->find(explicit_arm) == assignment_->arms().size()) {
     std::vector<std::string> names;
-    for (const auto& arm : assignment_->arms()) names.push_back(arm.name);
+    for (const auto& arm : assignment_->arms()) {
+      names.push_back(arm.name);
+    }
     throw InvalidRequest(InvalidRequest::Kind::kInvalid,
                          fmt::format("unknown A/B arm \"{}\" (X-Tessera-Arm); the arms are: {}",
                                      explicit_arm, fmt::join(names, ", ")));
@@ -152,7 +168,9 @@ std::size_t ServingApi::in_flight() const {
 bool ServingApi::wait_idle(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (in_flight() > 0) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
@@ -195,7 +213,9 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
   }
   const uint64_t id = next_id_.fetch_add(1);
   StreamArm stream_arm;
-  if (assignment_) stream_arm = StreamArm{info_.ab_arms[arm].name, comparison_.get(), arm};
+  if (assignment_) {
+    stream_arm = StreamArm{info_.ab_arms[arm].name, comparison_.get(), arm};
+  }
   auto stream =
       std::make_shared<RequestStream>(request, on_event, user, *tokenizer_, metrics,
                                       info_.limits.default_max_tokens, std::move(stream_arm));
@@ -205,11 +225,15 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
   }
   for (int64_t i = 0; i < request.n; ++i) {
     engine::Request choice = request.base;
-    if (choice.sampling.seed && i > 0) *choice.sampling.seed += static_cast<uint64_t>(i);
+    if (choice.sampling.seed && i > 0) {
+      *choice.sampling.seed += static_cast<uint64_t>(i);
+    }
     const auto index = static_cast<std::size_t>(i);
     auto callback = [this, stream, index, id](const engine::Event& event) {
       stream->on_engine_event(index, event);
-      if (stream->done()) forget(id);
+      if (stream->done()) {
+        forget(id);
+      }
     };
     int32_t refusal = TS_OK;
     std::string why;
@@ -228,8 +252,12 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
       // Earlier choices are queued: silence them and take them back. Their final events still
       // arrive (and are swallowed) before the stream is forgotten.
       stream->abandon_from(index);
-      for (const uint64_t queued : stream->engine_ids()) hooks->abort(queued);
-      if (stream->done()) forget(id);
+      for (const uint64_t queued : stream->engine_ids()) {
+        hooks->abort(queued);
+      }
+      if (stream->done()) {
+        forget(id);
+      }
       metrics.request_refused();
       return status(refusal, why);
     }
@@ -253,12 +281,15 @@ ts_status ServingApi::abort(void* ctx, uint64_t request_id) {
     {
       const std::lock_guard lock(self->mutex_);
       const auto it = self->live_.find(request_id);
-      if (it != self->live_.end()) live = it->second;
+      if (it != self->live_.end()) {
+        live = it->second;
+      }
       hooks = self->hooks_;
     }
     if (live.stream && hooks) {
-      for (const uint64_t engine_id : live.stream->engine_ids())
+      for (const uint64_t engine_id : live.stream->engine_ids()) {
         (*hooks)[live.arm].abort(engine_id);
+      }
     }
     return ok();  // unknown or finished ids: nothing to do
   });
@@ -306,9 +337,13 @@ const char* ServingApi::metrics_text(void* ctx) {
     std::vector<ArmMetrics> arms;
     for (std::size_t i = 0; i < self->metrics_.size(); ++i) {
       ArmMetrics a;
-      if (self->assignment_) a.arm = self->info_.ab_arms[i].name;
+      if (self->assignment_) {
+        a.arm = self->info_.ab_arms[i].name;
+      }
       a.metrics = self->metrics_[i].get();
-      if (hooks && (*hooks)[i].snapshot) a.engine = (*hooks)[i].snapshot();
+      if (hooks && (*hooks)[i].snapshot) {
+        a.engine = (*hooks)[i].snapshot();
+      }
       arms.push_back(std::move(a));
     }
     PrometheusWriter w;
@@ -328,7 +363,9 @@ int32_t ServingApi::health(void* ctx) { return static_cast<ServingApi*>(ctx)->he
 ts_status ServingApi::tokenize(void* ctx, const char* text, int32_t* ids, int64_t capacity,
                                int64_t* n_ids) {
   return guarded([&] {
-    if (text == nullptr) return ts_status{TS_ERR_INVALID_ARGUMENT, "tokenize: text is NULL"};
+    if (text == nullptr) {
+      return ts_status{TS_ERR_INVALID_ARGUMENT, "tokenize: text is NULL"};
+    }
     if (!tokenizer::is_valid_utf8(text)) {
       return ts_status{TS_ERR_INVALID_ARGUMENT, "tokenize: text is not valid UTF-8"};
     }
@@ -378,7 +415,9 @@ ts_status ServingApi::apply_chat_template(void* ctx, const char* request_json, c
 const char* ServingApi::ab_report_json(void* ctx) {
   thread_local std::string buffer;
   const auto* self = static_cast<ServingApi*>(ctx);
-  if (!self->comparison_) return nullptr;
+  if (!self->comparison_) {
+    return nullptr;
+  }
   try {
     buffer = self->comparison_->report().dump();
   } catch (...) {
