@@ -3,7 +3,9 @@
 // Reads any kv-cache format through the format plugin's load() (ts_kv_reader), so it is the
 // yardstick for every cache format and every faster backend.
 #include <algorithm>
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "reference_kernels.hpp"
@@ -78,6 +80,69 @@ ts_status load_rows(const ts_kv_reader& kv, const ts_kv_layout* layout, const ui
   return kv.table->load(kv.instance, layout, pool, slots, n, out, device);
 }
 
+// Attends the sequences [begin, end) of the batch; ws is this caller's scratch (plan()'s size).
+ts_status run_sequences(const ts_attention_layer* layer, const ts_attention_batch* batch,
+                        const ts_attention_inputs* in, ts_attention_outputs* out, int32_t begin,
+                        int32_t end, float* ws, size_t workspace_bytes, ts_device device,
+                        int64_t* entries_scored) {
+  const int32_t H = layer->n_heads, D = layer->head_dim, m = layer->compress_ratio;
+  const int32_t IH = layer->index_n_heads, ID = layer->index_head_dim;
+  std::vector<const float*> rows;
+  for (int32_t s = begin; s < end; ++s) {
+    const ts_attention_sequence& seq = batch->sequences[s];
+    const SequenceExtent e = extent_of(*layer, seq);
+    const size_t need =
+        static_cast<size_t>((e.n_window + e.n_compressed) * D + e.n_compressed * ID) *
+        sizeof(float);
+    if (need > workspace_bytes)
+      return fail(TS_ERR_INVALID_ARGUMENT, "workspace smaller than plan()");
+    float* window_rows = ws;                             // [n_window, D]
+    float* comp_rows = ws + e.n_window * D;              // [n_compressed, D]
+    float* index_keys = comp_rows + e.n_compressed * D;  // [n_compressed, ID]
+    ts_status st = load_rows(in->kv, in->kv.main_layout, in->kv_pool, seq.window_slots, e.n_window,
+                             window_rows, device);
+    if (st.code != TS_OK) return st;
+    st = load_rows(in->kv, in->kv.main_layout, in->kv_pool, seq.compressed_slots, e.n_compressed,
+                   comp_rows, device);
+    if (st.code != TS_OK) return st;
+    if (m == 4) {
+      st = load_rows(in->kv, in->kv.indexer_layout, in->index_pool, seq.indexer_slots,
+                     e.n_compressed, index_keys, device);
+      if (st.code != TS_OK) return st;
+    }
+    for (int32_t i = 0; i < seq.n_queries; ++i) {
+      const int64_t p = seq.first_position + i;
+      const int64_t token = seq.query_offset + i;
+      rows.clear();
+      const int64_t lo = std::max<int64_t>(0, p - layer->window + 1);
+      for (int64_t pos = lo; pos <= p; ++pos)
+        rows.push_back(window_rows + (pos - seq.window_first_position) * D);
+      const int64_t visible = m > 0 ? std::min<int64_t>(e.n_compressed, (p + 1) / m) : 0;
+      int32_t* selected = out->selected ? out->selected + token * layer->index_topk : nullptr;
+      if (m == 4) {
+        const auto pick = tessera::reference::indexer_select(
+            in->index_q + token * IH * ID, in->index_w + token * IH, IH, ID, index_keys, visible,
+            layer->index_topk);
+        *entries_scored += visible;
+        for (int32_t k : pick) rows.push_back(comp_rows + static_cast<int64_t>(k) * D);
+        if (selected)
+          for (int32_t j = 0; j < layer->index_topk; ++j)
+            selected[j] = j < static_cast<int32_t>(pick.size()) ? pick[j] : -1;
+      } else {
+        for (int64_t k = 0; k < visible; ++k) rows.push_back(comp_rows + k * D);
+      }
+      tessera::reference::attend_with_sink(in->q + token * H * D, H, D, rows.data(),
+                                           static_cast<int64_t>(rows.size()), layer->softmax_scale,
+                                           layer->attn_sink, out->out + token * H * D);
+    }
+  }
+  return ok();
+}
+
+// Below this much work (query x key x head x dim multiply-adds) a batch runs on the caller's
+// thread alone: a thread start costs ~50 us, one 128-key decode query ~50 us.
+constexpr int64_t kParallelWork = int64_t{1} << 21;
+
 ts_status run(ts_instance*, const ts_attention_layer* layer, const ts_attention_batch* batch,
               const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
               size_t workspace_bytes, ts_device device) {
@@ -85,59 +150,57 @@ ts_status run(ts_instance*, const ts_attention_layer* layer, const ts_attention_
     if (ts_status s = validate(layer, batch); s.code != TS_OK) return s;
     if (device.type != TS_DEVICE_CPU)
       return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
-    const int32_t H = layer->n_heads, D = layer->head_dim, m = layer->compress_ratio;
-    const int32_t IH = layer->index_n_heads, ID = layer->index_head_dim;
-    auto* ws = static_cast<float*>(workspace);
     out->entries_scored = 0;
-    for (int32_t s = 0; s < batch->n_sequences; ++s) {
-      const ts_attention_sequence& seq = batch->sequences[s];
-      const SequenceExtent e = extent_of(*layer, seq);
-      const size_t need =
-          static_cast<size_t>((e.n_window + e.n_compressed) * D + e.n_compressed * ID) *
-          sizeof(float);
-      if (need > workspace_bytes)
-        return fail(TS_ERR_INVALID_ARGUMENT, "workspace smaller than plan()");
-      float* window_rows = ws;                             // [n_window, D]
-      float* comp_rows = ws + e.n_window * D;              // [n_compressed, D]
-      float* index_keys = comp_rows + e.n_compressed * D;  // [n_compressed, ID]
-      ts_status st = load_rows(in->kv, in->kv.main_layout, in->kv_pool, seq.window_slots,
-                               e.n_window, window_rows, device);
-      if (st.code != TS_OK) return st;
-      st = load_rows(in->kv, in->kv.main_layout, in->kv_pool, seq.compressed_slots, e.n_compressed,
-                     comp_rows, device);
-      if (st.code != TS_OK) return st;
-      if (m == 4) {
-        st = load_rows(in->kv, in->kv.indexer_layout, in->index_pool, seq.indexer_slots,
-                       e.n_compressed, index_keys, device);
-        if (st.code != TS_OK) return st;
-      }
-      std::vector<const float*> rows;
-      for (int32_t i = 0; i < seq.n_queries; ++i) {
-        const int64_t p = seq.first_position + i;
-        const int64_t token = seq.query_offset + i;
-        rows.clear();
-        const int64_t lo = std::max<int64_t>(0, p - layer->window + 1);
-        for (int64_t pos = lo; pos <= p; ++pos)
-          rows.push_back(window_rows + (pos - seq.window_first_position) * D);
-        const int64_t visible = m > 0 ? std::min<int64_t>(e.n_compressed, (p + 1) / m) : 0;
-        int32_t* selected = out->selected ? out->selected + token * layer->index_topk : nullptr;
-        if (m == 4) {
-          const auto pick = tessera::reference::indexer_select(
-              in->index_q + token * IH * ID, in->index_w + token * IH, IH, ID, index_keys, visible,
-              layer->index_topk);
-          out->entries_scored += visible;
-          for (int32_t k : pick) rows.push_back(comp_rows + static_cast<int64_t>(k) * D);
-          if (selected)
-            for (int32_t j = 0; j < layer->index_topk; ++j)
-              selected[j] = j < static_cast<int32_t>(pick.size()) ? pick[j] : -1;
-        } else {
-          for (int64_t k = 0; k < visible; ++k) rows.push_back(comp_rows + k * D);
-        }
-        tessera::reference::attend_with_sink(
-            in->q + token * H * D, H, D, rows.data(), static_cast<int64_t>(rows.size()),
-            layer->softmax_scale, layer->attn_sink, out->out + token * H * D);
-      }
+    auto* ws = static_cast<float*>(workspace);
+    const int32_t n = batch->n_sequences;
+    // Sequences are independent (each writes only its own query rows), so a large batch is split
+    // in two parts of about equal work: the caller attends the first, a helper thread the second
+    // (on a 2-core machine the other core otherwise only spins in OpenBLAS's idle loop). Every
+    // token's arithmetic is the same as on one thread, so the output is bit-identical.
+    std::vector<int64_t> work(static_cast<size_t>(n));
+    int64_t total = 0;
+    for (int32_t s = 0; s < n; ++s) {
+      const SequenceExtent e = extent_of(*layer, batch->sequences[s]);
+      work[s] = int64_t{batch->sequences[s].n_queries} * (e.n_window + e.n_compressed) *
+                layer->n_heads * layer->head_dim;
+      total += work[s];
     }
+    if (n < 2 || total < kParallelWork || std::thread::hardware_concurrency() < 2)
+      return run_sequences(layer, batch, in, out, 0, n, ws, workspace_bytes, device,
+                           &out->entries_scored);
+    int32_t split = 0;
+    for (int64_t done = 0; split < n - 1 && 2 * (done + work[split]) <= total; ++split)
+      done += work[split];
+    split = std::max(split, 1);
+    // The helper's failure message lives in its thread-local buffer (gone once it exits): copied.
+    int32_t helper_code = TS_OK;
+    std::string helper_message;
+    int64_t helper_scored = 0;
+    std::exception_ptr helper_error;
+    std::thread helper([&] {
+      try {
+        std::vector<float> own(workspace_bytes / sizeof(float) + 1);
+        const ts_status st = run_sequences(layer, batch, in, out, split, n, own.data(),
+                                           workspace_bytes, device, &helper_scored);
+        helper_code = st.code;
+        if (st.code != TS_OK) helper_message = st.message ? st.message : "attention failed";
+      } catch (...) {
+        helper_error = std::current_exception();
+      }
+    });
+    ts_status mine = ok();
+    try {
+      mine = run_sequences(layer, batch, in, out, 0, split, ws, workspace_bytes, device,
+                           &out->entries_scored);
+    } catch (...) {
+      helper.join();
+      throw;
+    }
+    helper.join();
+    if (helper_error) std::rethrow_exception(helper_error);
+    if (mine.code != TS_OK) return mine;
+    if (helper_code != TS_OK) return fail(static_cast<ts_status_code>(helper_code), helper_message);
+    out->entries_scored += helper_scored;
     return ok();
   });
 }
