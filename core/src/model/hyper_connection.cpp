@@ -27,27 +27,31 @@ std::vector<float> mix_logits(const ModelConfig& config, const Tensor& fn, const
   return mix;
 }
 
-// Sinkhorn-Knopp on an n x n matrix: column normalisation first, then (iters - 1) rounds of
-// row then column normalisation (Sinkhorn & Knopp 1967; DSV4.md §2.2 step 2).
-void sinkhorn(float* c, int64_t n, int64_t iters, float eps) {
-  auto normalise_columns = [&] {
-    for (int64_t k = 0; k < n; ++k) {
-      float sum = 0;
-      for (int64_t j = 0; j < n; ++j) sum += c[j * n + k];
-      for (int64_t j = 0; j < n; ++j) c[j * n + k] /= (sum + eps);
+// Sinkhorn-Knopp on T matrices of n x n at once: column normalisation first, then (iters - 1)
+// rounds of row then column normalisation (Sinkhorn & Knopp 1967; DSV4.md §2.2 step 2).
+// c: [n, n, T], token innermost, so every step is a loop over tokens the compiler vectorises;
+// each token sees exactly the operations (and order of float additions) of the one-matrix
+// version, so the result is bit-identical to running it token by token.
+void sinkhorn_batched(float* __restrict c, int64_t n, int64_t T, int64_t iters, float eps,
+                      float* __restrict sum) {
+  auto at = [&](int64_t j, int64_t k) { return c + (j * n + k) * T; };
+  auto normalise = [&](bool columns) {
+    for (int64_t a = 0; a < n; ++a) {  // a: the column (or row) being normalised
+      std::fill(sum, sum + T, 0.0f);
+      for (int64_t b = 0; b < n; ++b) {
+        const float* v = columns ? at(b, a) : at(a, b);
+        for (int64_t t = 0; t < T; ++t) sum[t] += v[t];
+      }
+      for (int64_t b = 0; b < n; ++b) {
+        float* v = columns ? at(b, a) : at(a, b);
+        for (int64_t t = 0; t < T; ++t) v[t] /= (sum[t] + eps);
+      }
     }
   };
-  auto normalise_rows = [&] {
-    for (int64_t j = 0; j < n; ++j) {
-      float sum = 0;
-      for (int64_t k = 0; k < n; ++k) sum += c[j * n + k];
-      for (int64_t k = 0; k < n; ++k) c[j * n + k] /= (sum + eps);
-    }
-  };
-  normalise_columns();
+  normalise(true);
   for (int64_t it = 1; it < iters; ++it) {
-    normalise_rows();
-    normalise_columns();
+    normalise(false);
+    normalise(true);
   }
 }
 
@@ -82,7 +86,15 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
       for (int64_t k = 0; k < n; ++k) sum += (c[j * n + k] = std::exp(c[j * n + k] - row_max));
       for (int64_t k = 0; k < n; ++k) c[j * n + k] = c[j * n + k] / sum + eps;
     }
-    sinkhorn(c, n, config.hc_sinkhorn_iters, eps);
+  }
+  // comb [T, n, n] -> [n, n, T] for the batched Sinkhorn, and back.
+  std::vector<float> by_entry(out.comb.size()), sums(static_cast<size_t>(tokens));
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t e = 0; e < n * n; ++e) by_entry[e * tokens + t] = out.comb[t * n * n + e];
+  sinkhorn_batched(by_entry.data(), n, tokens, config.hc_sinkhorn_iters, eps, sums.data());
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t e = 0; e < n * n; ++e) out.comb[t * n * n + e] = by_entry[e * tokens + t];
+  for (int64_t t = 0; t < tokens; ++t) {
     float* x = x_in + t * D;
     std::fill(x, x + D, 0.0f);
     for (int64_t k = 0; k < n; ++k) {
