@@ -25,6 +25,9 @@ std::optional<RepetitionHit> RepetitionGuard::push(int32_t token) {
   const auto size = static_cast<int64_t>(tokens_.size());
   const int64_t min_repeats = std::max<int64_t>(2, options_.min_repeats);
   for (int64_t n = 1; n <= options_.max_ngram && min_repeats * n <= size; ++n) {
+    // Two copies of the last n-gram need the last token to equal the one n before it: one
+    // compare rejects almost every n (size >= 2n here) before the block comparison's call.
+    if (tokens_[size - 1] != tokens_[size - 1 - n]) continue;
     const int64_t copies = repeats_at_tail(n);
     if (copies < min_repeats) continue;
     int64_t chars = 0;
