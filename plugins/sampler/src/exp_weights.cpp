@@ -3,16 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-// One clone per x86-64 level: the loops below vectorise to 2 (SSE2), 4 (AVX2 + FMA) or 8 (AVX-512)
-// doubles per instruction; the loader picks the clone for the running CPU (GNU ifunc). The file is
-// compiled with -fno-trapping-math, without which GCC will not if-convert the clamp and leaves
-// the loop scalar; no FP trap is ever enabled in the process, so results are unchanged.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TS_SAMPLER_CLONES \
-  __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
-#else
-#define TS_SAMPLER_CLONES
-#endif
+#include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
 namespace tessera::sampler {
 namespace {

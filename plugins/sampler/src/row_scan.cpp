@@ -4,14 +4,7 @@
 #include <cstring>
 #include <limits>
 
-// Same cloning as exp_weights.cpp (and the same -fno-trapping-math, so that the comparisons
-// become vector max / compare instructions).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TS_SAMPLER_CLONES \
-  __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
-#else
-#define TS_SAMPLER_CLONES
-#endif
+#include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
 namespace tessera::sampler {
 namespace {
