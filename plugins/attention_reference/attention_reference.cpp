@@ -4,6 +4,7 @@
 // yardstick for every cache format and every faster backend.
 #include <algorithm>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,9 +17,35 @@ namespace {
 using tessera::sdk::fail;
 using tessera::sdk::ok;
 
+// Below this much work (query x key x head x dim multiply-adds) a batch runs on the caller's
+// thread alone: a thread start costs ~50 us, one 128-key decode query ~50 us.
+constexpr int64_t kDefaultParallelMinWork = int64_t{1} << 21;
+
 struct ReferenceAttention {
   tessera::sdk::Logger log;
+  int64_t parallel_min_work = kDefaultParallelMinWork;  // option "parallel_min_work"
 };
+
+// Options: {"parallel_min_work": integer >= 0} (0 splits every batch of >= 2 sequences; tests).
+ts_status parse_options(const char* options_json, int64_t& parallel_min_work) {
+  parallel_min_work = kDefaultParallelMinWork;
+  if (options_json == nullptr || options_json[0] == '\0') return ok();
+  const auto json = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !(json.is_object() || json.is_null()))
+    return fail(TS_ERR_INVALID_ARGUMENT,
+                std::string("reference attention options must be a JSON object: ") + options_json);
+  if (json.is_null()) return ok();
+  for (const auto& [key, value] : json.items()) {
+    if (key != "parallel_min_work")
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "unknown reference attention option '" + key + "' (known: parallel_min_work)");
+    if (!value.is_number_integer() || value.get<int64_t>() < 0)
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "option 'parallel_min_work' must be an integer >= 0, got " + value.dump());
+    parallel_min_work = value.get<int64_t>();
+  }
+  return ok();
+}
 
 struct SequenceExtent {
   int64_t last_position;
@@ -139,11 +166,7 @@ ts_status run_sequences(const ts_attention_layer* layer, const ts_attention_batc
   return ok();
 }
 
-// Below this much work (query x key x head x dim multiply-adds) a batch runs on the caller's
-// thread alone: a thread start costs ~50 us, one 128-key decode query ~50 us.
-constexpr int64_t kParallelWork = int64_t{1} << 21;
-
-ts_status run(ts_instance*, const ts_attention_layer* layer, const ts_attention_batch* batch,
+ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_attention_batch* batch,
               const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
               size_t workspace_bytes, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
@@ -165,7 +188,8 @@ ts_status run(ts_instance*, const ts_attention_layer* layer, const ts_attention_
                 layer->n_heads * layer->head_dim;
       total += work[s];
     }
-    if (n < 2 || total < kParallelWork || std::thread::hardware_concurrency() < 2)
+    if (n < 2 || total < tessera::sdk::self<ReferenceAttention>(self).parallel_min_work ||
+        std::thread::hardware_concurrency() < 2)
       return run_sequences(layer, batch, in, out, 0, n, ws, workspace_bytes, device,
                            &out->entries_scored);
     int32_t split = 0;
@@ -205,15 +229,22 @@ ts_status run(ts_instance*, const ts_attention_layer* layer, const ts_attention_
   });
 }
 
-ts_status check_support(const char*, ts_device device) {
-  if (device.type != TS_DEVICE_CPU)
-    return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
-  return ok();
+ts_status check_support(const char* options_json, ts_device device) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (device.type != TS_DEVICE_CPU)
+      return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
+    int64_t parallel_min_work = 0;
+    return parse_options(options_json, parallel_min_work);
+  });
 }
 
-ts_status create(const ts_host_api* host, const char*, ts_device, ts_instance** out) {
-  return tessera::sdk::create_instance<ReferenceAttention>(
-      out, ReferenceAttention{tessera::sdk::Logger(host, "reference")});
+ts_status create(const ts_host_api* host, const char* options_json, ts_device, ts_instance** out) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    int64_t parallel_min_work = 0;
+    if (ts_status s = parse_options(options_json, parallel_min_work); s.code != TS_OK) return s;
+    return tessera::sdk::create_instance<ReferenceAttention>(
+        out, ReferenceAttention{tessera::sdk::Logger(host, "reference"), parallel_min_work});
+  });
 }
 
 void destroy(ts_instance* instance) {
@@ -230,7 +261,9 @@ const ts_plugin_descriptor kDescriptor = {
     "reference",
     "1.0.0",
     "{\"compiler\":\"" __VERSION__ "\",\"cuda\":null,\"sm\":[]}",
-    R"({"type":"object","properties":{},"additionalProperties":false})",
+    R"({"type":"object","properties":{"parallel_min_work":{"type":"integer","minimum":0,)"
+    R"("default":2097152,"description":"batches with less attention work (multiply-adds) run )"
+    R"(on one thread; larger ones are split by sequence over two"}},"additionalProperties":false})",
     R"({"devices":["cpu"],"kv_formats":["any"],"cuda_graph":false})",
     check_support,
     create,
