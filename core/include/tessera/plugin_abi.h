@@ -172,6 +172,9 @@ typedef struct ts_kv_layout {
   char scale_dtype[16]; /* "ue8m0", "fp32", "" */
 } ts_kv_layout;
 
+/* store and load may run concurrently on one instance, from several threads, on different slots
+ * of the same pools (also of the same page): keep the instance stateless or synchronized, and
+ * never write bytes outside the entry being stored (docs/kvcache.md). */
 typedef struct ts_kv_cache_table {
   uint32_t struct_size;
   ts_status (*describe)(ts_instance* self, int32_t stream, int32_t dim, int32_t rope_dim,
