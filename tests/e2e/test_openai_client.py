@@ -276,6 +276,17 @@ class OpenAIClientTest(unittest.TestCase):
         self.assertGreater(self.server.metric("vllm:request_success_total", finished_reason="stop"), 0)
         self.assertGreater(self.server.metric("vllm:generation_tokens_total"), 0)
         self.assertEqual(self.server.metric("tessera:kv_bytes_per_entry"), 64.0)  # bf16, tiny-a
+        # vLLM's phase histograms: one observation per finished choice, the phases adding up.
+        finished = self.server.metric("vllm:request_success_total")
+        metrics = self.server.metrics()
+        value = lambda n: sum(v for (name, _), v in metrics.items() if name == n)
+        for phase in ["queue", "inference"]:
+            self.assertEqual(value(f"vllm:request_{phase}_time_seconds_count"), finished, phase)
+        self.assertGreater(value("vllm:request_prefill_time_seconds_count"), 0)
+        self.assertAlmostEqual(
+            value("vllm:request_queue_time_seconds_sum")
+            + value("vllm:request_inference_time_seconds_sum"),
+            value("vllm:e2e_request_latency_seconds_sum"), delta=1e-3 * finished + 1e-6)
 
     def test_grafana_dashboard_uses_exported_series(self):
         import os

@@ -293,6 +293,7 @@ void Engine::finish(Sequence& s, FinishReason reason, Event event, Deliveries& o
   event.usage.cached_tokens = s.cached_tokens;
   event.usage.reasoning_tokens = s.reasoning_tokens;
   event.usage.repetition_hits = s.repetition_hits;
+  if (s.first_scheduled) event.usage.queue_seconds = seconds(*s.first_scheduled - s.submitted);
   out.push_back({s.on_event, std::move(event)});
   finished_.push_back(s.id);  // leaves in_flight when the stats are published
   ++loop_stats_.finished;
@@ -311,6 +312,9 @@ void Engine::run_step(Deliveries& out) {
     finish(*s, FinishReason::kError, std::move(ev), out);
   }
   if (step.chunks.empty()) return;
+  for (Sequence* s : step.sequences) {
+    if (!s->first_scheduled) s->first_scheduled = t0;  // vLLM's queue time ends here
+  }
   const auto t1 = Clock::now();
   dsv4::Logits logits;
   try {

@@ -55,6 +55,7 @@ struct Usage {
   int64_t cached_tokens = 0;     // prompt tokens served from the prefix cache (first admission)
   int64_t reasoning_tokens = 0;  // output tokens inside the thinking segment
   int64_t repetition_hits = 0;   // tokens at which the repetition guard saw a loop
+  double queue_seconds = 0;      // submit -> first scheduled in a step (0 if it never ran)
 };
 
 struct TokenLogprob {

@@ -54,6 +54,7 @@ struct Sequence {
   int64_t max_reasoning_tokens = 0;  // 0: unlimited
 
   std::chrono::steady_clock::time_point submitted;
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled;  // for usage.queue_seconds
 
   int64_t n_output() const { return static_cast<int64_t>(tokens.size()) - n_prompt; }
   // Tokens not yet in the cache (1 while decoding: the last sampled token).

@@ -252,6 +252,12 @@ void RequestStream::on_engine_event(std::size_t index, const engine::Event& even
     metrics_.reasoning_finished(c.splitter->reasoning_tokens());
   }
   record_outcome(c, event, now);
+  metrics_.request_phases(
+      event.usage.queue_seconds,
+      c.first_token ? std::optional<double>(
+                          std::chrono::duration<double>(*c.first_token - submitted_).count())
+                    : std::nullopt,
+      std::chrono::duration<double>(now - submitted_).count());
   metrics_.request_finished(finish_kind(*event.finish), prompt_tokens_,
                             event.usage.completion_tokens,
                             std::chrono::duration<double>(now - submitted_).count(), max_tokens_,

@@ -1,5 +1,7 @@
 #include "serve/serve_metrics.hpp"
 
+#include <algorithm>
+
 namespace tessera::serve {
 
 namespace {
@@ -22,6 +24,10 @@ ServeMetrics::ServeMetrics(int64_t max_context)
     : ttft_(kTtftBuckets),
       itl_(kItlBuckets),
       e2e_(kE2eBuckets),
+      queue_(kE2eBuckets),
+      prefill_(kE2eBuckets),
+      decode_(kE2eBuckets),
+      inference_(kE2eBuckets),
       prompt_tokens_hist_(buckets_1_2_5(static_cast<double>(std::max<int64_t>(max_context, 1)))),
       generation_tokens_hist_(
           buckets_1_2_5(static_cast<double>(std::max<int64_t>(max_context, 1)))),
@@ -39,6 +45,17 @@ void ServeMetrics::request_finished(Finish finish, int64_t prompt_tokens, int64_
   e2e_.observe(e2e_seconds);
   max_tokens_hist_.observe(static_cast<double>(max_tokens));
   n_hist_.observe(static_cast<double>(n));
+}
+
+void ServeMetrics::request_phases(double queue_seconds, std::optional<double> ttft_seconds,
+                                  double e2e_seconds) {
+  queue_seconds = std::max(0.0, queue_seconds);
+  queue_.observe(queue_seconds);
+  inference_.observe(std::max(0.0, e2e_seconds - queue_seconds));
+  if (ttft_seconds) {
+    prefill_.observe(std::max(0.0, *ttft_seconds - queue_seconds));
+    decode_.observe(std::max(0.0, e2e_seconds - *ttft_seconds));
+  }
 }
 
 std::string ServeMetrics::exposition(const std::string& model_name,
@@ -111,6 +128,14 @@ void ServeMetrics::write_exposition(PrometheusWriter& w, const std::string& mode
             &ServeMetrics::itl_);
   histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
             &ServeMetrics::e2e_);
+  histogram("vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.", &ServeMetrics::queue_);
+  histogram("vllm:request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.", &ServeMetrics::inference_);
+  histogram("vllm:request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.", &ServeMetrics::prefill_);
+  histogram("vllm:request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.", &ServeMetrics::decode_);
   histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.",
             &ServeMetrics::prompt_tokens_hist_);
   histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,10 @@ class ServeMetrics {
   // One choice finished.
   void request_finished(Finish finish, int64_t prompt_tokens, int64_t generation_tokens,
                         double e2e_seconds, int64_t max_tokens, int64_t n);
+  // vLLM's phase histograms of one finished choice: queued (submit -> first scheduled), prefill
+  // (first scheduled -> first token), decode (first token -> finish), inference (first scheduled
+  // -> finish). ttft: submit -> first token, absent when no token came.
+  void request_phases(double queue_seconds, std::optional<double> ttft_seconds, double e2e_seconds);
   // Tokens a choice spent thinking (tessera:request_reasoning_tokens histogram).
   void reasoning_finished(int64_t reasoning_tokens) {
     reasoning_tokens_hist_.observe(static_cast<double>(reasoning_tokens));
@@ -77,6 +82,10 @@ class ServeMetrics {
   Histogram ttft_;
   Histogram itl_;
   Histogram e2e_;
+  Histogram queue_;
+  Histogram prefill_;
+  Histogram decode_;
+  Histogram inference_;
   Histogram prompt_tokens_hist_;
   Histogram generation_tokens_hist_;
   Histogram max_tokens_hist_;
