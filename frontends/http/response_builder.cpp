@@ -35,6 +35,17 @@ ResponseBuilder::ResponseBuilder(const GenerationPlan& plan, std::string id, std
   choices_.resize(plan_.engine_requests.size() * static_cast<std::size_t>(plan_.n));
 }
 
+std::string ResponseBuilder::role_chunk_once(Choice& choice, std::int64_t index) const {
+  if (choice.role_sent) return {};
+  choice.role_sent = true;
+  Json first = chunk_envelope();
+  first["choices"].push_back({{"index", index},
+                              {"delta", {{"role", "assistant"}, {"content", ""}}},
+                              {"logprobs", nullptr},
+                              {"finish_reason", nullptr}});
+  return sse(dump(first));
+}
+
 Json ResponseBuilder::chunk_envelope() const {
   Json chunk = {
       {"id", id_},
@@ -178,15 +189,7 @@ std::string ResponseBuilder::on_delta(Choice& choice, std::int64_t index, const 
     if (!list.empty()) delta["tool_calls"] = std::move(list);
   }
   if (!plan_.stream) return {};
-  if (!choice.role_sent) {
-    choice.role_sent = true;
-    Json first = chunk_envelope();
-    first["choices"].push_back({{"index", index},
-                                {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                {"logprobs", nullptr},
-                                {"finish_reason", nullptr}});
-    out += sse(dump(first));
-  }
+  out += role_chunk_once(choice, index);
   if (!delta.empty() || !chunk_logprobs.is_null()) {
     Json chunk = chunk_envelope();
     chunk["choices"].push_back({{"index", index},
@@ -210,15 +213,7 @@ std::string ResponseBuilder::on_finish(Choice& choice, std::int64_t index, const
   std::string out;
   Json chunk = chunk_envelope();
   if (plan_.kind == ApiKind::kChat) {
-    if (!choice.role_sent) {
-      choice.role_sent = true;
-      Json first = chunk_envelope();
-      first["choices"].push_back({{"index", index},
-                                  {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                  {"logprobs", nullptr},
-                                  {"finish_reason", nullptr}});
-      out += sse(dump(first));
-    }
+    out += role_chunk_once(choice, index);
     chunk["choices"].push_back({{"index", index},
                                 {"delta", Json::object()},
                                 {"logprobs", nullptr},

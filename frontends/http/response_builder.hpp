@@ -64,6 +64,9 @@ class ResponseBuilder {
   };
 
   [[nodiscard]] Json chunk_envelope() const;
+  // The chat stream's first chunk of a choice, {"role":"assistant","content":""}, once per choice
+  // (empty when it was sent already).
+  [[nodiscard]] std::string role_chunk_once(Choice& choice, std::int64_t index) const;
   [[nodiscard]] Json usage_json() const;
   std::string on_delta(Choice& choice, std::int64_t index, const Json& event);
   std::string on_finish(Choice& choice, std::int64_t index, const Json& event);

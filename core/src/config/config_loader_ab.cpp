@@ -90,7 +90,7 @@ AbArm ConfigLoader::read_arm(const std::string& name, const toml::node* node) {
   Config top = config_;
   prefix_ = fmt::format("ab.{}.", name);
   config_.locations["ab." + name] = at(table->source());
-  const Config defaults = default_config();
+  Config defaults = default_config();  // non-const: the schema's accessors take Config&
   for (const auto& [key, value] : *table) {
     const std::string_view k = key.str();
     if (k == "weight") {
@@ -106,20 +106,16 @@ AbArm ConfigLoader::read_arm(const std::string& name, const toml::node* node) {
                                                        : describe_type(value)));
       }
     } else if (k == "kv_cache" || k == "attention" || k == "sampler") {
-      // Another plugin than the top level's: its options start from the defaults.
-      if (const auto* sub = value.as_table()) {
-        const auto* plugin = sub->get_as<std::string>("plugin");
-        std::string* options = k == "kv_cache"    ? &config_.kv_cache.options_json
-                               : k == "attention" ? &config_.attention.options_json
-                                                  : &config_.sampler.options_json;
-        const std::string& current = k == "kv_cache"    ? config_.kv_cache.plugin
-                                     : k == "attention" ? config_.attention.plugin
-                                                        : config_.sampler.plugin;
-        if (plugin != nullptr && plugin->get() != current) {
-          *options = k == "kv_cache"    ? defaults.kv_cache.options_json
-                     : k == "attention" ? defaults.attention.options_json
-                                        : defaults.sampler.options_json;
-        }
+      // Another plugin than the top level's: its options start from the defaults. The schema
+      // knows where each table's `plugin` and `options` live in Config.
+      const std::string table(k);
+      const auto plugin_of =
+          std::get<schema::StringField>(schema::find_key(table, "plugin")->field);
+      const auto options_of = schema::find_table(table + ".options")->options_field;
+      const auto* sub = value.as_table();
+      const auto* plugin = sub != nullptr ? sub->get_as<std::string>("plugin") : nullptr;
+      if (plugin != nullptr && plugin->get() != plugin_of(config_)) {
+        options_of(config_) = options_of(defaults);
       }
       read_table(*schema::find_table(k), value);
     } else {

@@ -144,7 +144,12 @@ std::string context_length_message(int64_t max_context, int64_t prompt_tokens,
 
 ServeRequest parse_serve_request(std::string_view request_json,
                                  const tokenizer::Tokenizer& tokenizer, const ServeLimits& limits) {
-  const Json r = Json::parse(request_json, nullptr, /*allow_exceptions=*/false);
+  return serve_request_from_json(Json::parse(request_json, nullptr, /*allow_exceptions=*/false),
+                                 tokenizer, limits);
+}
+
+ServeRequest serve_request_from_json(const Json& r, const tokenizer::Tokenizer& tokenizer,
+                                     const ServeLimits& limits) {
   if (!r.is_object()) invalid("the request must be a JSON object");
   ServeRequest out;
   read_prompt(r, tokenizer, limits, out);

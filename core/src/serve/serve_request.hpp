@@ -50,6 +50,10 @@ struct ServeRequest {
 [[nodiscard]] ServeRequest parse_serve_request(std::string_view request_json,
                                                const tokenizer::Tokenizer& tokenizer,
                                                const ServeLimits& limits);
+// The same for a request already parsed (a JSON value that is not an object is refused).
+[[nodiscard]] ServeRequest serve_request_from_json(const chat::Json& request,
+                                                   const tokenizer::Tokenizer& tokenizer,
+                                                   const ServeLimits& limits);
 
 // vLLM's refusal text for a prompt that does not fit (max_tokens: nullopt when the client did
 // not ask for a number).

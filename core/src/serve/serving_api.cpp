@@ -122,11 +122,10 @@ std::shared_ptr<const std::vector<EngineHooks>> ServingApi::hooks() const {
   return hooks_;
 }
 
-std::size_t ServingApi::choose_arm(std::string_view request_json) {
+std::size_t ServingApi::choose_arm(const chat::Json& request) {
   if (!assignment_) {
     return 0;
   }
-  const auto request = nlohmann::json::parse(request_json, nullptr, /*allow_exceptions=*/false);
   const auto field = [&](const char* name) {
     if (!request.is_object() || !request.contains(name)) {
       return std::string();
@@ -187,10 +186,12 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
     return ts_status{TS_ERR_INVALID_ARGUMENT, "submit: request_json and request_id are required"};
   }
   const auto all_hooks = hooks();
+  // Parsed once: the arm is chosen from it, then the request is read from it.
+  const chat::Json parsed = chat::Json::parse(request_json, nullptr, /*allow_exceptions=*/false);
   // The arm first, so that even a refusal is counted in its arm's metrics.
   std::size_t arm = 0;
   try {
-    arm = choose_arm(request_json);
+    arm = choose_arm(parsed);
   } catch (const InvalidRequest& e) {
     metrics_[0]->request_refused();
     return status(TS_ERR_INVALID_ARGUMENT, e.what());
@@ -204,7 +205,7 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
   const EngineHooks* hooks = &(*all_hooks)[arm];
   ServeRequest request;
   try {
-    request = parse_serve_request(request_json, *tokenizer_, info_.limits);
+    request = serve_request_from_json(parsed, *tokenizer_, info_.limits);
   } catch (const InvalidRequest& e) {
     metrics.request_refused();
     return status(e.kind() == InvalidRequest::Kind::kTooLong ? TS_ERR_CONTEXT_LENGTH

@@ -98,7 +98,7 @@ class ServingApi {
   ts_status submit_impl(const char* request_json, ts_event_callback on_event, void* user,
                         uint64_t* request_id);
   // The arm serving a request (0 without A/B); throws InvalidRequest for an unknown arm name.
-  std::size_t choose_arm(std::string_view request_json);
+  std::size_t choose_arm(const chat::Json& request);
   void forget(uint64_t id);
   [[nodiscard]] std::shared_ptr<const std::vector<EngineHooks>> hooks() const;
 
