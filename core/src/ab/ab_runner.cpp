@@ -1,6 +1,5 @@
 #include "ab/ab_runner.hpp"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 
 #include "ab/engine_generation.hpp"
 #include "ab/teacher_forced.hpp"
+#include "ops/compute_threads.hpp"
 #include "runtime/generator.hpp"
 #include "util/check.hpp"
 
@@ -47,7 +47,7 @@ void use_blas_threads_of(const Arm& arm) {
   const int total =
       arm.config.executor.threads > 0 ? static_cast<int>(arm.config.executor.threads) : hw;
   const int tp = static_cast<int>(std::max<int64_t>(1, arm.config.executor.tensor_parallel));
-  openblas_set_num_threads(std::max(1, total / tp));
+  ops::set_compute_threads(std::max(1, total / tp));
 }
 
 // Generates with one arm on the chosen path.

@@ -1,6 +1,5 @@
 #include "bench/decode_bench.hpp"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 
 #include "bench/copy_bandwidth.hpp"
 #include "model/random_weights.hpp"
+#include "ops/compute_threads.hpp"
 #include "runtime/runtime.hpp"
 #include "util/check.hpp"
 
@@ -65,7 +65,7 @@ DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options) {
   // with like (and OpenBLAS does not oversubscribe a busy machine).
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  openblas_set_num_threads(threads);
+  ops::set_compute_threads(threads);
   auto weights = std::make_shared<const dsv4::ModelWeights>(dsv4::random_model_weights(config, 7));
   RuntimeOptions ro;
   if (!options.plugin_dir.empty()) ro.plugin_dirs = {options.plugin_dir};

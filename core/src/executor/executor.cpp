@@ -1,11 +1,12 @@
 #include "executor/executor.hpp"
 
-#include <cblas.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "executor/weight_sharding.hpp"
+#include "ops/compute_threads.hpp"
+#include "ops/linear.hpp"
 #include "util/check.hpp"
 
 namespace tessera {
@@ -27,7 +28,7 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int total = threads > 0 ? threads : hw;
   if (tensor_parallel > 1 || threads > 0)
-    openblas_set_num_threads(std::max(1, total / tensor_parallel));
+    ops::set_compute_threads(std::max(1, total / tensor_parallel));
 
   if (tensor_parallel == 1) {
     shards_.push_back(runtime.weights());
@@ -66,8 +67,8 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
     resources_.push_back(std::move(res));
   }
   for (int r = 1; r < tensor_parallel; ++r) workers_.emplace_back([this, r] { worker_loop(r); });
-  spdlog::info("executor: tensor_parallel = {} CPU ranks, {} BLAS thread(s) per rank",
-               tensor_parallel, openblas_get_num_threads());
+  spdlog::info("executor: tensor_parallel = {} CPU ranks, {} compute thread(s) per rank, GEMM {}",
+               tensor_parallel, ops::compute_threads(), ops::gemm_backend_name());
 }
 
 Executor::~Executor() {

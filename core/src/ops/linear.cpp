@@ -2,21 +2,83 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
+#include "ops/compute_threads.hpp"
+#include "ops/gemm_nt.hpp"
 #include "util/check.hpp"
 
 namespace tessera::ops {
+namespace {
+
+// Work is shared in chunks of at least this many multiply-adds (~0.5 us: a chunk costs one
+// atomic increment), and at most this many chunks per thread.
+constexpr int64_t kMinMaddsPerChunk = 64 * 1024;
+constexpr int64_t kMaxChunksPerThread = 16;
+
+GemmBackend initial_backend() {
+  const char* env = std::getenv("TESSERA_GEMM");
+  if (env != nullptr && std::string_view(env) == "blas") return GemmBackend::kBlas;
+  return GemmBackend::kAuto;
+}
+
+std::atomic<GemmBackend> g_backend{initial_backend()};
+
+void linear_blas(const GemmNtArgs& a) {
+  if (a.rows == 1) {  // decode: a matrix-vector product reads W once, the bandwidth-bound case
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(a.out), static_cast<int>(a.in), 1.0f,
+                a.w, static_cast<int>(a.ldw), a.x, 1, 0.0f, a.y, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.rows),
+              static_cast<int>(a.out), static_cast<int>(a.in), 1.0f, a.x, static_cast<int>(a.ldx),
+              a.w, static_cast<int>(a.ldw), 0.0f, a.y, static_cast<int>(a.ldy));
+}
+
+// Column blocks of 4 are shared out in chunks among compute_threads() threads.
+void linear_avx512(const GemmNtArgs& a) {
+  const int64_t blocks = (a.out + 3) / 4;
+  const int threads = compute_threads();
+  const int64_t block_madds = a.rows * 4 * a.in;
+  const int64_t chunk =
+      std::max({int64_t{1}, (kMinMaddsPerChunk + block_madds - 1) / block_madds,
+                (blocks + kMaxChunksPerThread * threads - 1) / (kMaxChunksPerThread * threads)});
+  const int64_t chunks = (blocks + chunk - 1) / chunk;
+  if (chunks == 1 || threads == 1) {
+    gemm_nt_avx512(a, 0, a.out);
+    return;
+  }
+  parallel_for(chunks, threads, [&](int64_t c) {
+    gemm_nt_avx512(a, c * chunk * 4, std::min(a.out, (c + 1) * chunk * 4));
+  });
+}
+
+}  // namespace
+
+void set_gemm_backend(GemmBackend backend) { g_backend.store(backend); }
+
+const char* gemm_backend_name() {
+  return g_backend.load() == GemmBackend::kAuto && gemm_nt_avx512_available() ? "avx512"
+                                                                              : "openblas";
+}
 
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
                     int64_t out, int64_t ldw, float* y, int64_t ldy) {
   if (rows == 0 || out == 0) return;
-  if (rows == 1) {  // decode: a matrix-vector product reads W once, the bandwidth-bound case
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(out), static_cast<int>(in), 1.0f, w,
-                static_cast<int>(ldw), x, 1, 0.0f, y, 1);
+  const GemmNtArgs args{x, rows, in, ldx, w, out, ldw, y, ldy};
+  if (in == 0) {
+    for (int64_t m = 0; m < rows; ++m) std::fill_n(y + m * ldy, out, 0.0f);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
-              static_cast<int>(out), static_cast<int>(in), 1.0f, x, static_cast<int>(ldx), w,
-              static_cast<int>(ldw), 0.0f, y, static_cast<int>(ldy));
+  if (g_backend.load(std::memory_order_relaxed) == GemmBackend::kAuto &&
+      gemm_nt_avx512_available()) {
+    linear_avx512(args);
+    return;
+  }
+  linear_blas(args);
 }
 
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y) {

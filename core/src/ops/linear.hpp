@@ -1,5 +1,6 @@
-// Dense fp32 building blocks on top of OpenBLAS (cblas). Linear weights are [out, in] row-major,
-// as stored in DeepSeek checkpoints.
+// Dense fp32 linear layers. Linear weights are [out, in] row-major, as stored in DeepSeek
+// checkpoints. On CPUs with AVX-512 our batch-invariant kernel runs (gemm_nt.hpp), split over
+// compute_threads(); elsewhere, or with TESSERA_GEMM=blas in the environment, OpenBLAS does.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,12 @@
 #include "model/dsv4_weights.hpp"
 
 namespace tessera::ops {
+
+enum class GemmBackend { kAuto, kBlas };  // kAuto: AVX-512 kernel when the CPU has it, else BLAS
+
+// Process-wide; for tests and A/B of the kernels. The default comes from TESSERA_GEMM.
+void set_gemm_backend(GemmBackend backend);
+const char* gemm_backend_name();  // "avx512" or "openblas": what linear() runs now
 
 // y[rows, out] = x[rows, in] . W^T          (W: [out, in])
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y);

@@ -1,0 +1,40 @@
+// How many threads one dense op (a GEMM) may use, and the helpers that run its parts.
+//
+// Threading rules (TurboMind style, written down):
+// - The count is process-wide, like OpenBLAS's (set_compute_threads sets both): the executor sets
+//   it to threads / tensor_parallel, the offline A/B runner before each arm's turn.
+// - Helper threads belong to the thread that calls run_parts: each calling thread (the engine
+//   loop, a tensor-parallel rank) lazily gets its own helpers, so ranks never share or wait on one
+//   another's helpers. Helpers live until their owner exits.
+// - A helper spins briefly after each part (the next GEMM of a forward usually follows within
+//   microseconds), then sleeps on a futex; an idle engine costs no CPU.
+// - Items must not throw (the GEMM kernels do not).
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::ops {
+
+// Sets the thread count for our kernels and for OpenBLAS. n < 1 means 1.
+void set_compute_threads(int n);
+int compute_threads();
+
+// A non-owning callable: body(ctx, item).
+struct ItemFn {
+  void (*call)(const void* ctx, int64_t item);
+  const void* ctx;
+};
+
+// Runs body(i) for every i in [0, items), each exactly once, on the calling thread and up to
+// threads - 1 of its helpers. They take items from a shared counter, so a helper that wakes late
+// finds fewer (or none) left and nobody waits for it; the caller returns when all are done. Which
+// thread runs an item must not change its result (the GEMM's items are column blocks).
+void parallel_for(int64_t items, int threads, ItemFn body);
+
+template <typename F>
+void parallel_for(int64_t items, int threads, const F& f) {
+  parallel_for(items, threads,
+               ItemFn{[](const void* ctx, int64_t i) { (*static_cast<const F*>(ctx))(i); }, &f});
+}
+
+}  // namespace tessera::ops

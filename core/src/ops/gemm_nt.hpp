@@ -1,0 +1,37 @@
+// Y = X . W^T for W in its checkpoint layout [out, in] (row-major, no repacking), fp32.
+//
+// Why our own kernel next to OpenBLAS: a batched decode step multiplies 2..64 activation rows by
+// every weight. OpenBLAS packs the whole weight on every call (its `incopy` took 18% of a 64-row
+// step, the kernel itself 31%) and its idle threads spin in sched_yield (another ~20%); with rows
+// this few, packing costs about as much as the arithmetic. This kernel reads W where it lies.
+//
+// Method ("dot-product" register blocking): a 4x4 block of outputs keeps 16 AVX-512 accumulators,
+// acc[i][j] lane l = sum over k = l (mod 16), k ascending, of x[m_i][k] * w[n_j][k]; then a fixed
+// shuffle tree sums the 16 lanes. Every output is computed by the same operations in the same
+// order wherever it sits, so results do not depend on the number of rows, their neighbours, the
+// block an output falls in or the thread split: the kernel is batch-invariant (a sequence's
+// logits are the same alone or in a batch of 64).
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::ops {
+
+struct GemmNtArgs {
+  const float* x;  // [rows, in], rows ldx apart
+  int64_t rows, in, ldx;
+  const float* w;  // [out, in], rows ldw apart
+  int64_t out, ldw;
+  float* y;  // [rows, out], rows ldy apart
+  int64_t ldy;
+};
+
+// True when this CPU runs the AVX-512 kernel (AVX-512 F + DQ); otherwise callers use BLAS.
+bool gemm_nt_avx512_available();
+
+// Computes output columns [n_begin, n_end) of Y for all rows. Requires gemm_nt_avx512_available().
+// Splitting [0, out) into ranges at multiples of 4 and calling this on each (from any threads)
+// gives the same bits as one call.
+void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
+
+}  // namespace tessera::ops

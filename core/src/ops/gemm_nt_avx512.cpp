@@ -1,0 +1,144 @@
+// The AVX-512 body of gemm_nt.hpp. Only functions marked TS_AVX512 use AVX-512 instructions (the
+// file is compiled for the baseline ISA), so nothing AVX-512 can leak into shared inline code
+// and the binary still runs on CPUs without it; callers check gemm_nt_avx512_available() first.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "ops/gemm_nt.hpp"
+
+#define TS_AVX512 __attribute__((target("avx512f,avx512dq")))
+
+namespace tessera::ops {
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int64_t kBlock = 4;  // outputs per block side: 4 rows x 4 columns, 16 accumulators
+
+// Per 128-bit lane: [sum pairs of a, of b, of c, of d] -> 4 lanes of [a b c d] partial sums.
+// Each input is treated the same: (e0 + e2) + (e1 + e3) within every 128-bit lane.
+TS_AVX512 inline __m512 fold4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  // shuffle 0x44 -> [ab0 ab1 cd0 cd1], 0xEE -> [ab2 ab3 cd2 cd3] in each 128-bit lane
+  return _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
+}
+
+// v0..v3 hold 4 lanes L0..L3 of 4 partial sums each; returns [v0, v1, v2, v3] each summed over
+// its lanes as (L0 + L2) + (L1 + L3).
+TS_AVX512 inline __m512 fold_lanes(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+  const __m512 w01 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x44),   // [v0.L0 v0.L1 v1.L0 v1.L1]
+                    _mm512_shuffle_f32x4(v0, v1, 0xEE));  // [v0.L2 v0.L3 v1.L2 v1.L3]
+  const __m512 w23 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(v2, v3, 0x44), _mm512_shuffle_f32x4(v2, v3, 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w01, w23, 0x88),   // [w01.L0 w01.L2 w23.L0 w23.L2]
+                       _mm512_shuffle_f32x4(w01, w23, 0xDD));  // [w01.L1 w01.L3 w23.L1 w23.L3]
+}
+
+// One block: MR (1..4) rows of x times 4 rows of w over the whole K. Rows beyond MR get zero
+// accumulators, which changes nothing in the folds of the real rows. Returns 16 sums laid out
+// [row0: n0..n3, row1: n0..n3, row2: ..., row3: ...].
+template <int MR>
+TS_AVX512 inline __m512 block(const float* const* xr, const float* const* wr, int64_t K) {
+  __m512 acc[4][4];
+#pragma GCC unroll 4
+  for (auto& row : acc)
+    for (auto& a : row) a = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + kLanes <= K; k += kLanes) {
+    const __m512 w0 = _mm512_loadu_ps(wr[0] + k), w1 = _mm512_loadu_ps(wr[1] + k);
+    const __m512 w2 = _mm512_loadu_ps(wr[2] + k), w3 = _mm512_loadu_ps(wr[3] + k);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_loadu_ps(xr[i] + k);
+      acc[i][0] = _mm512_fmadd_ps(xv, w0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(xv, w1, acc[i][1]);
+      acc[i][2] = _mm512_fmadd_ps(xv, w2, acc[i][2]);
+      acc[i][3] = _mm512_fmadd_ps(xv, w3, acc[i][3]);
+    }
+  }
+  if (k < K) {  // the tail: masked loads read zeros past K (and never touch memory there)
+    const auto mask = static_cast<__mmask16>((1u << (K - k)) - 1u);
+    const __m512 w0 = _mm512_maskz_loadu_ps(mask, wr[0] + k);
+    const __m512 w1 = _mm512_maskz_loadu_ps(mask, wr[1] + k);
+    const __m512 w2 = _mm512_maskz_loadu_ps(mask, wr[2] + k);
+    const __m512 w3 = _mm512_maskz_loadu_ps(mask, wr[3] + k);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mask, xr[i] + k);
+      acc[i][0] = _mm512_fmadd_ps(xv, w0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(xv, w1, acc[i][1]);
+      acc[i][2] = _mm512_fmadd_ps(xv, w2, acc[i][2]);
+      acc[i][3] = _mm512_fmadd_ps(xv, w3, acc[i][3]);
+    }
+  }
+  __m512 rows[4];
+  for (int i = 0; i < 4; ++i) rows[i] = fold4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+  return fold_lanes(rows[0], rows[1], rows[2], rows[3]);
+}
+
+TS_AVX512 void store_block(__m512 sums, float* y, int64_t ldy, int64_t m0, int mr, int64_t n0,
+                           int nr) {
+  if (mr == 4 && nr == 4) {  // the common full block: four 16-byte row stores
+    _mm_storeu_ps(y + (m0 + 0) * ldy + n0, _mm512_extractf32x4_ps(sums, 0));
+    _mm_storeu_ps(y + (m0 + 1) * ldy + n0, _mm512_extractf32x4_ps(sums, 1));
+    _mm_storeu_ps(y + (m0 + 2) * ldy + n0, _mm512_extractf32x4_ps(sums, 2));
+    _mm_storeu_ps(y + (m0 + 3) * ldy + n0, _mm512_extractf32x4_ps(sums, 3));
+    return;
+  }
+  alignas(64) float tmp[kLanes];
+  _mm512_store_ps(tmp, sums);
+  for (int i = 0; i < mr; ++i)
+    for (int j = 0; j < nr; ++j) y[(m0 + i) * ldy + n0 + j] = tmp[i * 4 + j];
+}
+
+// Rows of x processed per pass over the weights: the chunk (chunk * K floats) stays in L2 while
+// each 4-row slice of W (4 * K floats, in L1 for K <= ~2k) meets every row of it.
+int64_t rows_per_chunk(int64_t K) {
+  constexpr int64_t kL2Budget = 256 * 1024;  // bytes of x kept hot; Zen 4/5 and Intel have >= 1 MiB
+  const int64_t rows = kL2Budget / (K * static_cast<int64_t>(sizeof(float)));
+  return std::clamp<int64_t>(rows / kBlock * kBlock, kBlock, 256);
+}
+
+}  // namespace
+
+bool gemm_nt_avx512_available() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  return ok;
+}
+
+TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
+  const int64_t K = a.in, chunk = rows_per_chunk(std::max<int64_t>(K, 1));
+  for (int64_t mc = 0; mc < a.rows; mc += chunk) {
+    const int64_t m_end = std::min(a.rows, mc + chunk);
+    for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlock) {
+      const int nr = static_cast<int>(std::min(kBlock, n_end - n0));
+      const float* wr[4];  // a short last block repeats its last row; those sums are dropped
+      for (int j = 0; j < 4; ++j) wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
+      for (int64_t m0 = mc; m0 < m_end; m0 += kBlock) {
+        const int mr = static_cast<int>(std::min(kBlock, m_end - m0));
+        const float* xr[4];
+        for (int i = 0; i < 4; ++i) xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
+        __m512 sums;
+        switch (mr) {
+          case 4:
+            sums = block<4>(xr, wr, K);
+            break;
+          case 3:
+            sums = block<3>(xr, wr, K);
+            break;
+          case 2:
+            sums = block<2>(xr, wr, K);
+            break;
+          default:
+            sums = block<1>(xr, wr, K);
+            break;
+        }
+        store_block(sums, a.y, a.ldy, m0, mr, n0, nr);
+      }
+    }
+  }
+}
+
+}  // namespace tessera::ops
