@@ -3,12 +3,25 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
 
 namespace tessera::dsv4 {
 
 namespace {
+
+// Per-token loops below run over compute_threads() in chunks of this many tokens; each token's
+// arithmetic is the same on any thread, so the results are too.
+constexpr int64_t kTokensPerChunk = 8;
+
+template <typename F>
+void for_each_token_chunk(int64_t tokens, const F& body) {  // body(first, last)
+  const int64_t chunks = (tokens + kTokensPerChunk - 1) / kTokensPerChunk;
+  ops::parallel_for(chunks, ops::compute_threads(), [&](int64_t c) {
+    body(c * kTokensPerChunk, std::min(tokens, (c + 1) * kTokensPerChunk));
+  });
+}
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
@@ -19,11 +32,13 @@ std::vector<float> mix_logits(const ModelConfig& config, const Tensor& fn, const
   const int64_t rows = fn.shape[0];
   std::vector<float> mix(static_cast<size_t>(tokens * rows));
   ops::linear(streams, tokens, fn, mix.data());
-  for (int64_t t = 0; t < tokens; ++t) {
-    const float r =
-        ops::rms_scale(streams + t * width, width, static_cast<float>(config.rms_norm_eps));
-    for (int64_t i = 0; i < rows; ++i) mix[t * rows + i] *= r;
-  }
+  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      const float r =
+          ops::rms_scale(streams + t * width, width, static_cast<float>(config.rms_norm_eps));
+      for (int64_t i = 0; i < rows; ++i) mix[t * rows + i] *= r;
+    }
+  });
   return mix;
 }
 
@@ -94,38 +109,42 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
   sinkhorn_batched(by_entry.data(), n, tokens, config.hc_sinkhorn_iters, eps, sums.data());
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t e = 0; e < n * n; ++e) out.comb[t * n * n + e] = by_entry[e * tokens + t];
-  for (int64_t t = 0; t < tokens; ++t) {
-    float* x = x_in + t * D;
-    std::fill(x, x + D, 0.0f);
-    for (int64_t k = 0; k < n; ++k) {
-      const float p = out.pre[t * n + k];
-      const float* s = streams + (t * n + k) * D;
-      for (int64_t i = 0; i < D; ++i) x[i] += p * s[i];
+  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      float* x = x_in + t * D;
+      std::fill(x, x + D, 0.0f);
+      for (int64_t k = 0; k < n; ++k) {
+        const float p = out.pre[t * n + k];
+        const float* s = streams + (t * n + k) * D;
+        for (int64_t i = 0; i < D; ++i) x[i] += p * s[i];
+      }
     }
-  }
+  });
   return out;
 }
 
 void hc_post(const ModelConfig& config, const HcMix& mix, const float* block_out, float* streams,
              int64_t tokens) {
   const int64_t n = config.hc_mult, D = config.hidden_size;
-  std::vector<float> old(static_cast<size_t>(n * D));
-  for (int64_t t = 0; t < tokens; ++t) {
-    float* X = streams + t * n * D;
-    std::copy(X, X + n * D, old.begin());
-    const float* c = mix.comb.data() + t * n * n;
-    const float* out = block_out + t * D;
-    for (int64_t k = 0; k < n; ++k) {
-      float* dst = X + k * D;
-      const float post = mix.post[t * n + k];
-      for (int64_t i = 0; i < D; ++i) dst[i] = post * out[i];
-      for (int64_t j = 0; j < n; ++j) {
-        const float w = c[j * n + k];
-        const float* src = old.data() + j * D;
-        for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
+  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
+    std::vector<float> old(static_cast<size_t>(n * D));
+    for (int64_t t = first; t < last; ++t) {
+      float* X = streams + t * n * D;
+      std::copy(X, X + n * D, old.begin());
+      const float* c = mix.comb.data() + t * n * n;
+      const float* out = block_out + t * D;
+      for (int64_t k = 0; k < n; ++k) {
+        float* dst = X + k * D;
+        const float post = mix.post[t * n + k];
+        for (int64_t i = 0; i < D; ++i) dst[i] = post * out[i];
+        for (int64_t j = 0; j < n; ++j) {
+          const float w = c[j * n + k];
+          const float* src = old.data() + j * D;
+          for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
+        }
       }
     }
-  }
+  });
 }
 
 void hc_head(const ModelConfig& config, const ModelWeights& weights, const float* streams,

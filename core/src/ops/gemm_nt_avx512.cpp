@@ -39,14 +39,21 @@ TS_AVX512 inline __m512 fold_lanes(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
 // One block: MR (1..4) rows of x times 4 rows of w over the whole K. Rows beyond MR get zero
 // accumulators, which changes nothing in the folds of the real rows. Returns 16 sums laid out
 // [row0: n0..n3, row1: n0..n3, row2: ..., row3: ...].
-template <int MR>
-TS_AVX512 inline __m512 block(const float* const* xr, const float* const* wr, int64_t K) {
+// With Prefetch, the block also asks for the matching cache lines of the W rows `pf` (a block
+// further on), so the first pass over a chunk of W does not wait on memory for every block.
+template <int MR, bool Prefetch>
+TS_AVX512 inline __m512 block(const float* const* xr, const float* const* wr,
+                              const float* const* pf, int64_t K) {
   __m512 acc[4][4];
 #pragma GCC unroll 4
   for (auto& row : acc)
     for (auto& a : row) a = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + kLanes <= K; k += kLanes) {
+    if constexpr (Prefetch) {
+      for (int j = 0; j < 4; ++j)
+        _mm_prefetch(reinterpret_cast<const char*>(pf[j] + k), _MM_HINT_T0);
+    }
     const __m512 w0 = _mm512_loadu_ps(wr[0] + k), w1 = _mm512_loadu_ps(wr[1] + k);
     const __m512 w2 = _mm512_loadu_ps(wr[2] + k), w3 = _mm512_loadu_ps(wr[3] + k);
 #pragma GCC unroll 4
@@ -93,12 +100,34 @@ TS_AVX512 void store_block(__m512 sums, float* y, int64_t ldy, int64_t m0, int m
     for (int j = 0; j < nr; ++j) y[(m0 + i) * ldy + n0 + j] = tmp[i * 4 + j];
 }
 
-// Rows of x processed per pass over the weights: the chunk (chunk * K floats) stays in L2 while
-// each 4-row slice of W (4 * K floats, in L1 for K <= ~2k) meets every row of it.
+// Loop tiling (per thread): a chunk of W (cols_per_chunk rows of W, ~128 KiB) stays in L2 while
+// every 4-row slice of x (in L1) meets all of it; x itself is taken rows_per_chunk rows at a time
+// (~256 KiB, L2). Results are written a row segment at a time, never 4 KiB-strided columns.
+int64_t cols_per_chunk(int64_t K) {
+  constexpr int64_t kL2BudgetW = 128 * 1024;
+  const int64_t cols = kL2BudgetW / (K * static_cast<int64_t>(sizeof(float)));
+  return std::clamp<int64_t>(cols / kBlock * kBlock, kBlock, 1024);
+}
+
 int64_t rows_per_chunk(int64_t K) {
-  constexpr int64_t kL2Budget = 256 * 1024;  // bytes of x kept hot; Zen 4/5 and Intel have >= 1 MiB
-  const int64_t rows = kL2Budget / (K * static_cast<int64_t>(sizeof(float)));
+  constexpr int64_t kL2BudgetX = 256 * 1024;
+  const int64_t rows = kL2BudgetX / (K * static_cast<int64_t>(sizeof(float)));
   return std::clamp<int64_t>(rows / kBlock * kBlock, kBlock, 256);
+}
+
+template <bool Prefetch>
+TS_AVX512 inline __m512 block_rows(int mr, const float* const* xr, const float* const* wr,
+                                   const float* const* pf, int64_t K) {
+  switch (mr) {
+    case 4:
+      return block<4, Prefetch>(xr, wr, pf, K);
+    case 3:
+      return block<3, Prefetch>(xr, wr, pf, K);
+    case 2:
+      return block<2, Prefetch>(xr, wr, pf, K);
+    default:
+      return block<1, Prefetch>(xr, wr, pf, K);
+  }
 }
 
 }  // namespace
@@ -109,33 +138,32 @@ bool gemm_nt_avx512_available() {
 }
 
 TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
-  const int64_t K = a.in, chunk = rows_per_chunk(std::max<int64_t>(K, 1));
-  for (int64_t mc = 0; mc < a.rows; mc += chunk) {
-    const int64_t m_end = std::min(a.rows, mc + chunk);
-    for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlock) {
-      const int nr = static_cast<int>(std::min(kBlock, n_end - n0));
-      const float* wr[4];  // a short last block repeats its last row; those sums are dropped
-      for (int j = 0; j < 4; ++j) wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
-      for (int64_t m0 = mc; m0 < m_end; m0 += kBlock) {
-        const int mr = static_cast<int>(std::min(kBlock, m_end - m0));
-        const float* xr[4];
+  const int64_t K = std::max<int64_t>(a.in, 1);
+  // Few rows (an expert's share of a batch): each 4-row slice of W meets all of x at once, so W
+  // streams from memory exactly once, prefetched ahead, with no second pass over a chunk.
+  const int64_t n_chunk = a.rows <= 32 ? kBlock : cols_per_chunk(K), m_chunk = rows_per_chunk(K);
+  constexpr int64_t kPrefetchAhead = 8 * kBlock;  // W rows ahead of the block being computed
+  for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
+    const int64_t nc_end = std::min(n_end, nc + n_chunk);
+    for (int64_t mc = 0; mc < a.rows; mc += m_chunk) {
+      const int64_t mc_end = std::min(a.rows, mc + m_chunk);
+      for (int64_t m0 = mc; m0 < mc_end; m0 += kBlock) {
+        const int mr = static_cast<int>(std::min(kBlock, mc_end - m0));
+        const float* xr[4];  // a short last block repeats its last row; those sums are dropped
         for (int i = 0; i < 4; ++i) xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
-        __m512 sums;
-        switch (mr) {
-          case 4:
-            sums = block<4>(xr, wr, K);
-            break;
-          case 3:
-            sums = block<3>(xr, wr, K);
-            break;
-          case 2:
-            sums = block<2>(xr, wr, K);
-            break;
-          default:
-            sums = block<1>(xr, wr, K);
-            break;
+        const bool first_pass = m0 == 0;  // W comes from memory: prefetch ahead
+        for (int64_t n0 = nc; n0 < nc_end; n0 += kBlock) {
+          const int nr = static_cast<int>(std::min(kBlock, nc_end - n0));
+          const float* wr[4];
+          const float* pf[4];
+          for (int j = 0; j < 4; ++j) {
+            wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
+            pf[j] = a.w + std::min(n0 + kPrefetchAhead + j, n_end - 1) * a.ldw;
+          }
+          const __m512 sums = first_pass ? block_rows<true>(mr, xr, wr, pf, a.in)
+                                         : block_rows<false>(mr, xr, wr, pf, a.in);
+          store_block(sums, a.y, a.ldy, m0, mr, n0, nr);
         }
-        store_block(sums, a.y, a.ldy, m0, mr, n0, nr);
       }
     }
   }
