@@ -1,9 +1,11 @@
-// tessera bench decode: prints the batch-1 decode table (bench/decode_bench.hpp).
+// tessera bench decode | gemm: the batch-1 decode table (bench/decode_bench.hpp) and the GEMM
+// kernels on a decode step's shapes (bench/gemm_bench.hpp).
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "bench/decode_bench.hpp"
+#include "bench/gemm_bench.hpp"
 #include "cli/commands.hpp"
 
 namespace tessera::cli {
@@ -26,6 +28,15 @@ void add_bench_command(CLI::App& app) {
     const auto result = bench::run_decode_bench(*options);
     fmt::print("{}", bench::format_decode_table(*options, result));
   });
+  auto gemm_options = std::make_shared<bench::GemmBenchOptions>();
+  auto* gemm = bench->add_subcommand(
+      "gemm", "y = x W^T on a decode step's shapes: our AVX-512 kernel vs OpenBLAS, hot vs cold W");
+  gemm->add_option("--threads", gemm_options->threads, "thread counts to run (e.g. 1,2)")
+      ->delimiter(',')
+      ->capture_default_str();
+  gemm->add_option("--seconds", gemm_options->seconds_per_cell, "time per table cell")
+      ->capture_default_str();
+  gemm->callback([gemm_options] { fmt::print("{}", bench::run_gemm_bench(*gemm_options)); });
 }
 
 }  // namespace tessera::cli

@@ -13,7 +13,8 @@ namespace tessera::ops {
 namespace {
 
 constexpr int kLanes = 16;
-constexpr int64_t kBlock = 4;  // outputs per block side: 4 rows x 4 columns, 16 accumulators
+constexpr int64_t kBlock = 4;  // columns (W rows) per block
+constexpr int kRows = 6;       // x rows per block: 6 x 4 outputs, 24 accumulators
 
 // Per 128-bit lane: [sum pairs of a, of b, of c, of d] -> 4 lanes of [a b c d] partial sums.
 // Each input is treated the same: (e0 + e2) + (e1 + e3) within every 128-bit lane.
@@ -36,16 +37,22 @@ TS_AVX512 inline __m512 fold_lanes(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
                        _mm512_shuffle_f32x4(w01, w23, 0xDD));  // [w01.L1 w01.L3 w23.L1 w23.L3]
 }
 
-// One block: MR (1..4) rows of x times 4 rows of w over the whole K. Rows beyond MR get zero
-// accumulators, which changes nothing in the folds of the real rows. Returns 16 sums laid out
-// [row0: n0..n3, row1: n0..n3, row2: ..., row3: ...].
+// One block: MR (1..6) rows of x times 4 rows of w over the whole K. Rows beyond MR get zero
+// accumulators, which changes nothing in the folds of the real rows. Returns the sums as
+// lo = [row0: n0..n3, row1, row2, row3] and hi = [row4, row5, -, -].
+// 6 x 4 keeps 24 of the 32 vector registers as accumulators: per 16 k, 4 loads of W (from L2) and
+// 6 of x (from L1) feed 24 FMAs, so L2 delivers 256 bytes per 12 FMA cycles.
 // With Prefetch, the block also asks for the matching cache lines of the W rows `pf` (a block
 // further on), so the first pass over a chunk of W does not wait on memory for every block.
+struct BlockSums {
+  __m512 lo, hi;
+};
+
 template <int MR, bool Prefetch>
-TS_AVX512 inline __m512 block(const float* const* xr, const float* const* wr,
-                              const float* const* pf, int64_t K) {
-  __m512 acc[4][4];
-#pragma GCC unroll 4
+TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr,
+                                 const float* const* pf, int64_t K) {
+  __m512 acc[kRows][4];
+#pragma GCC unroll 6
   for (auto& row : acc)
     for (auto& a : row) a = _mm512_setzero_ps();
   int64_t k = 0;
@@ -56,7 +63,7 @@ TS_AVX512 inline __m512 block(const float* const* xr, const float* const* wr,
     }
     const __m512 w0 = _mm512_loadu_ps(wr[0] + k), w1 = _mm512_loadu_ps(wr[1] + k);
     const __m512 w2 = _mm512_loadu_ps(wr[2] + k), w3 = _mm512_loadu_ps(wr[3] + k);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const __m512 xv = _mm512_loadu_ps(xr[i] + k);
       acc[i][0] = _mm512_fmadd_ps(xv, w0, acc[i][0]);
@@ -71,7 +78,7 @@ TS_AVX512 inline __m512 block(const float* const* xr, const float* const* wr,
     const __m512 w1 = _mm512_maskz_loadu_ps(mask, wr[1] + k);
     const __m512 w2 = _mm512_maskz_loadu_ps(mask, wr[2] + k);
     const __m512 w3 = _mm512_maskz_loadu_ps(mask, wr[3] + k);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const __m512 xv = _mm512_maskz_loadu_ps(mask, xr[i] + k);
       acc[i][0] = _mm512_fmadd_ps(xv, w0, acc[i][0]);
@@ -80,24 +87,38 @@ TS_AVX512 inline __m512 block(const float* const* xr, const float* const* wr,
       acc[i][3] = _mm512_fmadd_ps(xv, w3, acc[i][3]);
     }
   }
-  __m512 rows[4];
-  for (int i = 0; i < 4; ++i) rows[i] = fold4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-  return fold_lanes(rows[0], rows[1], rows[2], rows[3]);
+  __m512 rows[kRows];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) rows[i] = fold4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+  const __m512 zero = _mm512_setzero_ps();
+  for (int i = MR; i < kRows; ++i) rows[i] = zero;
+  BlockSums out{fold_lanes(rows[0], rows[1], rows[2], rows[3]), zero};
+  if constexpr (MR > 4) out.hi = fold_lanes(rows[4], rows[5], zero, zero);
+  return out;
 }
 
-TS_AVX512 void store_block(__m512 sums, float* y, int64_t ldy, int64_t m0, int mr, int64_t n0,
-                           int nr) {
-  if (mr == 4 && nr == 4) {  // the common full block: four 16-byte row stores
-    _mm_storeu_ps(y + (m0 + 0) * ldy + n0, _mm512_extractf32x4_ps(sums, 0));
-    _mm_storeu_ps(y + (m0 + 1) * ldy + n0, _mm512_extractf32x4_ps(sums, 1));
-    _mm_storeu_ps(y + (m0 + 2) * ldy + n0, _mm512_extractf32x4_ps(sums, 2));
-    _mm_storeu_ps(y + (m0 + 3) * ldy + n0, _mm512_extractf32x4_ps(sums, 3));
+TS_AVX512 inline void store4(__m512 sums, float* y, int64_t ldy, int rows, int nr) {
+  if (nr == 4) {
+    for (int i = 0; i < rows; ++i) {
+      const __m128 v = i == 0   ? _mm512_castps512_ps128(sums)
+                       : i == 1 ? _mm512_extractf32x4_ps(sums, 1)
+                       : i == 2 ? _mm512_extractf32x4_ps(sums, 2)
+                                : _mm512_extractf32x4_ps(sums, 3);
+      _mm_storeu_ps(y + i * ldy, v);
+    }
     return;
   }
   alignas(64) float tmp[kLanes];
   _mm512_store_ps(tmp, sums);
-  for (int i = 0; i < mr; ++i)
-    for (int j = 0; j < nr; ++j) y[(m0 + i) * ldy + n0 + j] = tmp[i * 4 + j];
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < nr; ++j) y[i * ldy + j] = tmp[i * 4 + j];
+}
+
+TS_AVX512 void store_block(const BlockSums& sums, float* y, int64_t ldy, int64_t m0, int mr,
+                           int64_t n0, int nr) {
+  float* dst = y + m0 * ldy + n0;
+  store4(sums.lo, dst, ldy, std::min(mr, 4), nr);
+  if (mr > 4) store4(sums.hi, dst + 4 * ldy, ldy, mr - 4, nr);
 }
 
 // Loop tiling (per thread): a chunk of W (cols_per_chunk rows of W, ~128 KiB) stays in L2 while
@@ -112,13 +133,17 @@ int64_t cols_per_chunk(int64_t K) {
 int64_t rows_per_chunk(int64_t K) {
   constexpr int64_t kL2BudgetX = 256 * 1024;
   const int64_t rows = kL2BudgetX / (K * static_cast<int64_t>(sizeof(float)));
-  return std::clamp<int64_t>(rows / kBlock * kBlock, kBlock, 256);
+  return std::clamp<int64_t>(rows / kRows * kRows, kRows, 252);
 }
 
 template <bool Prefetch>
-TS_AVX512 inline __m512 block_rows(int mr, const float* const* xr, const float* const* wr,
-                                   const float* const* pf, int64_t K) {
+TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const float* const* wr,
+                                      const float* const* pf, int64_t K) {
   switch (mr) {
+    case 6:
+      return block<6, Prefetch>(xr, wr, pf, K);
+    case 5:
+      return block<5, Prefetch>(xr, wr, pf, K);
     case 4:
       return block<4, Prefetch>(xr, wr, pf, K);
     case 3:
@@ -142,26 +167,27 @@ TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
   // Few rows (an expert's share of a batch): each 4-row slice of W meets all of x at once, so W
   // streams from memory exactly once, prefetched ahead, with no second pass over a chunk.
   const int64_t n_chunk = a.rows <= 32 ? kBlock : cols_per_chunk(K), m_chunk = rows_per_chunk(K);
-  constexpr int64_t kPrefetchAhead = 8 * kBlock;  // W rows ahead of the block being computed
+  // W rows ahead of the block being computed: 16 rows of K <= 512 floats stay within L1 (48 KiB)
+  constexpr int64_t kPrefetchAhead = 4 * kBlock;
   for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
     const int64_t nc_end = std::min(n_end, nc + n_chunk);
     for (int64_t mc = 0; mc < a.rows; mc += m_chunk) {
       const int64_t mc_end = std::min(a.rows, mc + m_chunk);
-      for (int64_t m0 = mc; m0 < mc_end; m0 += kBlock) {
-        const int mr = static_cast<int>(std::min(kBlock, mc_end - m0));
-        const float* xr[4];  // a short last block repeats its last row; those sums are dropped
-        for (int i = 0; i < 4; ++i) xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
+      for (int64_t m0 = mc; m0 < mc_end; m0 += kRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kRows, mc_end - m0));
+        const float* xr[kRows];
+        for (int i = 0; i < kRows; ++i) xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
         const bool first_pass = m0 == 0;  // W comes from memory: prefetch ahead
         for (int64_t n0 = nc; n0 < nc_end; n0 += kBlock) {
           const int nr = static_cast<int>(std::min(kBlock, nc_end - n0));
-          const float* wr[4];
+          const float* wr[4];  // a short last block repeats its last row; those sums are dropped
           const float* pf[4];
           for (int j = 0; j < 4; ++j) {
             wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
             pf[j] = a.w + std::min(n0 + kPrefetchAhead + j, n_end - 1) * a.ldw;
           }
-          const __m512 sums = first_pass ? block_rows<true>(mr, xr, wr, pf, a.in)
-                                         : block_rows<false>(mr, xr, wr, pf, a.in);
+          const BlockSums sums = first_pass ? block_rows<true>(mr, xr, wr, pf, a.in)
+                                            : block_rows<false>(mr, xr, wr, pf, a.in);
           store_block(sums, a.y, a.ldy, m0, mr, n0, nr);
         }
       }

@@ -1,0 +1,82 @@
+#include "bench/gemm_bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "ops/compute_threads.hpp"
+#include "ops/gemm_nt.hpp"
+#include "ops/linear.hpp"
+
+namespace tessera::bench {
+namespace {
+
+// The GEMMs of one 64-sequence decode step of the 50m preset (bench_model_config).
+const std::vector<GemmShape> kShapes = {
+    {1, 16384, 512},   // vocabulary head, one decode row (memory-bound)
+    {16, 256, 512},    // an expert's w1 / w3 for its ~16 of 64 rows
+    {16, 512, 256},    // an expert's w2
+    {64, 256, 512},    // wq_a, shared expert w1 / w3
+    {64, 1024, 256},   // wq_b
+    {64, 16384, 512},  // vocabulary head, 64 rows
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Seconds per call; `cold` moves to the next copy of W on every call.
+double time_calls(const GemmShape& s, const std::vector<float>& x, const std::vector<float>& ring,
+                  size_t copies, bool cold, std::vector<float>& y, double budget) {
+  const size_t w_size = static_cast<size_t>(s.out * s.in);
+  long calls = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  do {
+    const float* w = ring.data() + (cold ? static_cast<size_t>(calls) % copies : 0) * w_size;
+    ops::linear_strided(x.data(), s.rows, s.in, s.in, w, s.out, s.in, y.data(), s.out);
+    ++calls;
+    elapsed = seconds_since(t0);
+  } while (elapsed < budget || calls < 3);
+  return elapsed / static_cast<double>(calls);
+}
+
+}  // namespace
+
+std::string run_gemm_bench(const GemmBenchOptions& options) {
+  std::vector<ops::GemmBackend> backends = {ops::GemmBackend::kBlas};
+  if (ops::gemm_nt_avx512_available()) backends.insert(backends.begin(), ops::GemmBackend::kAuto);
+  const int threads_before = ops::compute_threads();
+  std::string table =
+      "| rows x out x in | backend | threads | hot µs | hot GFLOP/s | cold µs | cold GFLOP/s | "
+      "cold W GB/s |\n|---|---|---|---|---|---|---|---|\n";
+  for (const GemmShape& s : kShapes) {
+    const size_t w_size = static_cast<size_t>(s.out * s.in);
+    const size_t copies = std::max<size_t>(2, (size_t{64} << 20) / (w_size * sizeof(float)));
+    std::vector<float> x(static_cast<size_t>(s.rows * s.in)), ring(w_size * copies);
+    std::vector<float> y(static_cast<size_t>(s.rows * s.out));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i));
+    for (size_t i = 0; i < ring.size(); ++i)
+      ring[i] = static_cast<float>(0.05 * std::cos(0.11 * i));
+    const double flop = 2.0 * s.rows * s.out * s.in;
+    for (const ops::GemmBackend backend : backends) {
+      ops::set_gemm_backend(backend);
+      for (const int threads : options.threads) {
+        ops::set_compute_threads(threads);
+        const double hot = time_calls(s, x, ring, copies, false, y, options.seconds_per_cell);
+        const double cold = time_calls(s, x, ring, copies, true, y, options.seconds_per_cell);
+        table += fmt::format(
+            "| {} x {} x {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", s.rows,
+            s.out, s.in, ops::gemm_backend_name(), threads, hot * 1e6, flop / hot / 1e9, cold * 1e6,
+            flop / cold / 1e9, static_cast<double>(w_size * sizeof(float)) / cold / 1e9);
+      }
+    }
+  }
+  ops::set_gemm_backend(ops::GemmBackend::kAuto);
+  ops::set_compute_threads(threads_before);
+  return table;
+}
+
+}  // namespace tessera::bench
