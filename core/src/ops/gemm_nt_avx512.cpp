@@ -42,25 +42,18 @@ TS_AVX512 inline __m512 fold_lanes(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
 // lo = [row0: n0..n3, row1, row2, row3] and hi = [row4, row5, -, -].
 // 6 x 4 keeps 24 of the 32 vector registers as accumulators: per 16 k, 4 loads of W (from L2) and
 // 6 of x (from L1) feed 24 FMAs, so L2 delivers 256 bytes per 12 FMA cycles.
-// With Prefetch, the block also asks for the matching cache lines of the W rows `pf` (a block
-// further on), so the first pass over a chunk of W does not wait on memory for every block.
 struct BlockSums {
   __m512 lo, hi;
 };
 
-template <int MR, bool Prefetch>
-TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr,
-                                 const float* const* pf, int64_t K) {
+template <int MR>
+TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr, int64_t K) {
   __m512 acc[kRows][4];
 #pragma GCC unroll 6
   for (auto& row : acc)
     for (auto& a : row) a = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + kLanes <= K; k += kLanes) {
-    if constexpr (Prefetch) {
-      for (int j = 0; j < 4; ++j)
-        _mm_prefetch(reinterpret_cast<const char*>(pf[j] + k), _MM_HINT_T0);
-    }
     const __m512 w0 = _mm512_loadu_ps(wr[0] + k), w1 = _mm512_loadu_ps(wr[1] + k);
     const __m512 w2 = _mm512_loadu_ps(wr[2] + k), w3 = _mm512_loadu_ps(wr[3] + k);
 #pragma GCC unroll 6
@@ -136,22 +129,21 @@ int64_t rows_per_chunk(int64_t K) {
   return std::clamp<int64_t>(rows / kRows * kRows, kRows, 252);
 }
 
-template <bool Prefetch>
 TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const float* const* wr,
-                                      const float* const* pf, int64_t K) {
+                                      int64_t K) {
   switch (mr) {
     case 6:
-      return block<6, Prefetch>(xr, wr, pf, K);
+      return block<6>(xr, wr, K);
     case 5:
-      return block<5, Prefetch>(xr, wr, pf, K);
+      return block<5>(xr, wr, K);
     case 4:
-      return block<4, Prefetch>(xr, wr, pf, K);
+      return block<4>(xr, wr, K);
     case 3:
-      return block<3, Prefetch>(xr, wr, pf, K);
+      return block<3>(xr, wr, K);
     case 2:
-      return block<2, Prefetch>(xr, wr, pf, K);
+      return block<2>(xr, wr, K);
     default:
-      return block<1, Prefetch>(xr, wr, pf, K);
+      return block<1>(xr, wr, K);
   }
 }
 
@@ -165,10 +157,9 @@ bool gemm_nt_avx512_available() {
 TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
   const int64_t K = std::max<int64_t>(a.in, 1);
   // Few rows (an expert's share of a batch): each 4-row slice of W meets all of x at once, so W
-  // streams from memory exactly once, prefetched ahead, with no second pass over a chunk.
+  // streams from memory exactly once (the hardware prefetcher follows its 4 rows; software
+  // prefetch measured no better), with no second pass over a chunk.
   const int64_t n_chunk = a.rows <= 32 ? kBlock : cols_per_chunk(K), m_chunk = rows_per_chunk(K);
-  // W rows ahead of the block being computed: 16 rows of K <= 512 floats stay within L1 (48 KiB)
-  constexpr int64_t kPrefetchAhead = 4 * kBlock;
   for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
     const int64_t nc_end = std::min(n_end, nc + n_chunk);
     for (int64_t mc = 0; mc < a.rows; mc += m_chunk) {
@@ -177,17 +168,11 @@ TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
         const int mr = static_cast<int>(std::min<int64_t>(kRows, mc_end - m0));
         const float* xr[kRows];
         for (int i = 0; i < kRows; ++i) xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
-        const bool first_pass = m0 == 0;  // W comes from memory: prefetch ahead
         for (int64_t n0 = nc; n0 < nc_end; n0 += kBlock) {
           const int nr = static_cast<int>(std::min(kBlock, nc_end - n0));
           const float* wr[4];  // a short last block repeats its last row; those sums are dropped
-          const float* pf[4];
-          for (int j = 0; j < 4; ++j) {
-            wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
-            pf[j] = a.w + std::min(n0 + kPrefetchAhead + j, n_end - 1) * a.ldw;
-          }
-          const BlockSums sums = first_pass ? block_rows<true>(mr, xr, wr, pf, a.in)
-                                            : block_rows<false>(mr, xr, wr, pf, a.in);
+          for (int j = 0; j < 4; ++j) wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
+          const BlockSums sums = block_rows(mr, xr, wr, a.in);
           store_block(sums, a.y, a.ldy, m0, mr, n0, nr);
         }
       }
