@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "reference_kernels.hpp"
+#include "tessera/simd_clones.hpp"
 
 namespace tessera::reference {
 
@@ -11,7 +12,7 @@ namespace {
 // q . row in double with 8 interleaved partial sums: independent chains the compiler vectorises
 // (a single running sum is one serial chain of dim dependent adds). Only the order of the double
 // additions differs from the plain loop: ~1e-16 relative, far below the fp32 output's resolution.
-double dot_double(const double* q, const float* row, int32_t dim) {
+[[gnu::always_inline]] inline double dot_double(const double* q, const float* row, int32_t dim) {
   constexpr int32_t kLanes = 8;
   double lanes[kLanes] = {};
   int32_t c = 0;
@@ -25,8 +26,9 @@ double dot_double(const double* q, const float* row, int32_t dim) {
 
 }  // namespace
 
-void attend_with_sink(const float* q, int32_t n_heads, int32_t dim, const float* const* rows,
-                      int64_t n_rows, float scale, const float* sink, float* out) {
+TS_SIMD_CLONES void attend_with_sink(const float* q, int32_t n_heads, int32_t dim,
+                                     const float* const* rows, int64_t n_rows, float scale,
+                                     const float* sink, float* out) {
   std::vector<double> logit(static_cast<size_t>(n_rows));
   std::vector<double> qd(static_cast<size_t>(dim));   // [dim] the head's query in double
   std::vector<double> acc(static_cast<size_t>(dim));  // [dim] weighted sum of the rows
