@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tessera/plugin_sdk.hpp"
+#include "tessera/simd_clones.hpp"
 
 namespace {
 
@@ -123,6 +124,15 @@ ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows
   });
 }
 
+// One entry's bf16 values widened to fp32 (a decode step loads every key it attends).
+TS_SIMD_CLONES void widen_bf16(const uint8_t* src, float* dst, int64_t dim) {
+  for (int64_t c = 0; c < dim; ++c) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * c, 2);
+    dst[c] = from_bf16(h);
+  }
+}
+
 ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* pool,
                const int64_t* slots, int64_t n, float* rows, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
@@ -134,11 +144,7 @@ ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* poo
         std::memcpy(rows + i * dim, src, static_cast<size_t>(dim) * sizeof(float));
         continue;
       }
-      for (int64_t c = 0; c < dim; ++c) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * c, 2);
-        rows[i * dim + c] = from_bf16(h);
-      }
+      widen_bf16(src, rows + i * dim, dim);
     }
     return ok();
   });

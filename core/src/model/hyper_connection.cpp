@@ -6,6 +6,7 @@
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
+#include "tessera/simd_clones.hpp"
 
 namespace tessera::dsv4 {
 
@@ -21,6 +22,32 @@ void for_each_token_chunk(int64_t tokens, const F& body) {  // body(first, last)
   ops::parallel_for(chunks, ops::compute_threads(), [&](int64_t c) {
     body(c * kTokensPerChunk, std::min(tokens, (c + 1) * kTokensPerChunk));
   });
+}
+
+// x[D] = sum_k pre[k] * stream_k   (the layer input read from the n streams of one token)
+TS_SIMD_CLONES void pre_mix_token(const float* pre, const float* streams, int64_t n, int64_t D,
+                                  float* x) {
+  std::fill(x, x + D, 0.0f);
+  for (int64_t k = 0; k < n; ++k) {
+    const float p = pre[k];
+    const float* s = streams + k * D;
+    for (int64_t i = 0; i < D; ++i) x[i] += p * s[i];
+  }
+}
+
+// stream_k = post[k] * out + sum_j comb[j][k] * old_stream_j for one token; old: [n, D] scratch.
+TS_SIMD_CLONES void post_mix_token(const float* post, const float* comb, const float* out,
+                                   int64_t n, int64_t D, float* X, float* old) {
+  std::copy(X, X + n * D, old);
+  for (int64_t k = 0; k < n; ++k) {
+    float* dst = X + k * D;
+    for (int64_t i = 0; i < D; ++i) dst[i] = post[k] * out[i];
+    for (int64_t j = 0; j < n; ++j) {
+      const float w = comb[j * n + k];
+      const float* src = old + j * D;
+      for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
+    }
+  }
 }
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
@@ -110,15 +137,8 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t e = 0; e < n * n; ++e) out.comb[t * n * n + e] = by_entry[e * tokens + t];
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      float* x = x_in + t * D;
-      std::fill(x, x + D, 0.0f);
-      for (int64_t k = 0; k < n; ++k) {
-        const float p = out.pre[t * n + k];
-        const float* s = streams + (t * n + k) * D;
-        for (int64_t i = 0; i < D; ++i) x[i] += p * s[i];
-      }
-    }
+    for (int64_t t = first; t < last; ++t)
+      pre_mix_token(out.pre.data() + t * n, streams + t * n * D, n, D, x_in + t * D);
   });
   return out;
 }
@@ -128,22 +148,9 @@ void hc_post(const ModelConfig& config, const HcMix& mix, const float* block_out
   const int64_t n = config.hc_mult, D = config.hidden_size;
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
     std::vector<float> old(static_cast<size_t>(n * D));
-    for (int64_t t = first; t < last; ++t) {
-      float* X = streams + t * n * D;
-      std::copy(X, X + n * D, old.begin());
-      const float* c = mix.comb.data() + t * n * n;
-      const float* out = block_out + t * D;
-      for (int64_t k = 0; k < n; ++k) {
-        float* dst = X + k * D;
-        const float post = mix.post[t * n + k];
-        for (int64_t i = 0; i < D; ++i) dst[i] = post * out[i];
-        for (int64_t j = 0; j < n; ++j) {
-          const float w = c[j * n + k];
-          const float* src = old.data() + j * D;
-          for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
-        }
-      }
-    }
+    for (int64_t t = first; t < last; ++t)
+      post_mix_token(mix.post.data() + t * n, mix.comb.data() + t * n * n, block_out + t * D, n, D,
+                     streams + t * n * D, old.data());
   });
 }
 

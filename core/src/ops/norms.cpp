@@ -2,13 +2,15 @@
 
 #include <cmath>
 
+#include "tessera/simd_clones.hpp"
+
 namespace tessera::ops {
 
 // The sum of squares in double with 8 interleaved partial sums: independent chains the compiler
 // vectorises (one running sum is a serial chain of `width` dependent adds, ~2% of a 64-sequence
 // decode step's CPU). Only the order of the double additions changes: ~1e-16 relative, far below
 // the fp32 result's resolution.
-float rms_scale(const float* x, int64_t width, float eps) {
+TS_SIMD_CLONES float rms_scale(const float* x, int64_t width, float eps) {
   constexpr int64_t kLanes = 8;
   double lanes[kLanes] = {};
   int64_t i = 0;
@@ -21,7 +23,8 @@ float rms_scale(const float* x, int64_t width, float eps) {
   return static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(width) + eps));
 }
 
-void rms_norm(float* x, int64_t rows, int64_t width, const float* weight, float eps) {
+TS_SIMD_CLONES void rms_norm(float* x, int64_t rows, int64_t width, const float* weight,
+                             float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = x + r * width;
     const float scale = rms_scale(row, width, eps);
@@ -29,7 +32,7 @@ void rms_norm(float* x, int64_t rows, int64_t width, const float* weight, float 
   }
 }
 
-void rms_norm_unweighted(float* x, int64_t rows, int64_t width, float eps) {
+TS_SIMD_CLONES void rms_norm_unweighted(float* x, int64_t rows, int64_t width, float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = x + r * width;
     const float scale = rms_scale(row, width, eps);
