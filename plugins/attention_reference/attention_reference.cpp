@@ -3,7 +3,9 @@
 // Reads any kv-cache format through the format plugin's load() (ts_kv_reader), so it is the
 // yardstick for every cache format and every faster backend.
 #include <algorithm>
+#include <atomic>
 #include <exception>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -18,12 +20,14 @@ using tessera::sdk::fail;
 using tessera::sdk::ok;
 
 // Below this much work (query x key x head x dim multiply-adds) a batch runs on the caller's
-// thread alone: a thread start costs ~50 us, one 128-key decode query ~50 us.
+// thread alone: handing sequences to the host's threads costs a few microseconds, one 128-key
+// decode query ~50 us.
 constexpr int64_t kDefaultParallelMinWork = int64_t{1} << 21;
 
 struct ReferenceAttention {
   tessera::sdk::Logger log;
   int64_t parallel_min_work = kDefaultParallelMinWork;  // option "parallel_min_work"
+  const ts_host_api* host = nullptr;                    // its parallel_for runs the sequences
 };
 
 // Options: {"parallel_min_work": integer >= 0} (0 splits every batch of >= 2 sequences; tests).
@@ -45,6 +49,16 @@ ts_status parse_options(const char* options_json, int64_t& parallel_min_work) {
     parallel_min_work = value.get<int64_t>();
   }
   return ok();
+}
+
+std::string describe_current_exception() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return std::string("attention failed: ") + e.what();
+  } catch (...) {
+    return "attention failed: unknown exception";
+  }
 }
 
 struct SequenceExtent {
@@ -176,55 +190,55 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
     out->entries_scored = 0;
     auto* ws = static_cast<float*>(workspace);
     const int32_t n = batch->n_sequences;
-    // Sequences are independent (each writes only its own query rows), so a large batch is split
-    // in two parts of about equal work: the caller attends the first, a helper thread the second
-    // (on a 2-core machine the other core otherwise only spins in OpenBLAS's idle loop). Every
-    // token's arithmetic is the same as on one thread, so the output is bit-identical.
-    std::vector<int64_t> work(static_cast<size_t>(n));
+    // Sequences are independent (each writes only its own query rows), so a large batch is shared
+    // out by sequence over the host's compute threads (the ones its GEMMs use). Every token's
+    // arithmetic is the same on any thread, so the output is bit-identical to one thread's.
     int64_t total = 0;
     for (int32_t s = 0; s < n; ++s) {
       const SequenceExtent e = extent_of(*layer, batch->sequences[s]);
-      work[s] = int64_t{batch->sequences[s].n_queries} * (e.n_window + e.n_compressed) *
-                layer->n_heads * layer->head_dim;
-      total += work[s];
+      total += int64_t{batch->sequences[s].n_queries} * (e.n_window + e.n_compressed) *
+               layer->n_heads * layer->head_dim;
     }
-    if (n < 2 || total < tessera::sdk::self<ReferenceAttention>(self).parallel_min_work ||
-        std::thread::hardware_concurrency() < 2)
+    const ReferenceAttention& impl = tessera::sdk::self<ReferenceAttention>(self);
+    if (n < 2 || total < impl.parallel_min_work)
       return run_sequences(layer, batch, in, out, 0, n, ws, workspace_bytes, device,
                            &out->entries_scored);
-    int32_t split = 0;
-    for (int64_t done = 0; split < n - 1 && 2 * (done + work[split]) <= total; ++split)
-      done += work[split];
-    split = std::max(split, 1);
-    // The helper's failure message lives in its thread-local buffer (gone once it exits): copied.
-    int32_t helper_code = TS_OK;
-    std::string helper_message;
-    int64_t helper_scored = 0;
-    std::exception_ptr helper_error;
-    std::thread helper([&] {
+    // The caller's workspace serves the calling thread; other threads keep their own.
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<int64_t> scored{0};
+    std::mutex failure_mutex;
+    ts_status_code failure_code = TS_OK;
+    std::string failure_message;
+    tessera::sdk::parallel_for(impl.host, n, [&](int64_t s) {
       try {
-        std::vector<float> own(workspace_bytes / sizeof(float) + 1);
-        const ts_status st = run_sequences(layer, batch, in, out, split, n, own.data(),
-                                           workspace_bytes, device, &helper_scored);
-        helper_code = st.code;
-        if (st.code != TS_OK) helper_message = st.message ? st.message : "attention failed";
-      } catch (...) {
-        helper_error = std::current_exception();
+        thread_local std::vector<float> own;
+        float* w = ws;
+        if (std::this_thread::get_id() != caller) {
+          own.resize(workspace_bytes / sizeof(float) + 1);
+          w = own.data();
+        }
+        int64_t mine = 0;
+        const auto seq = static_cast<int32_t>(s);
+        const ts_status st =
+            run_sequences(layer, batch, in, out, seq, seq + 1, w, workspace_bytes, device, &mine);
+        scored += mine;
+        if (st.code != TS_OK) {
+          const std::lock_guard<std::mutex> lock(failure_mutex);
+          if (failure_code == TS_OK) {
+            failure_code = static_cast<ts_status_code>(st.code);
+            failure_message = st.message ? st.message : "attention failed";
+          }
+        }
+      } catch (...) {  // bad_alloc of a workspace, most likely; the first failure is reported
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (failure_code == TS_OK) {
+          failure_code = TS_ERR_INTERNAL;
+          failure_message = describe_current_exception();
+        }
       }
     });
-    ts_status mine = ok();
-    try {
-      mine = run_sequences(layer, batch, in, out, 0, split, ws, workspace_bytes, device,
-                           &out->entries_scored);
-    } catch (...) {
-      helper.join();
-      throw;
-    }
-    helper.join();
-    if (helper_error) std::rethrow_exception(helper_error);
-    if (mine.code != TS_OK) return mine;
-    if (helper_code != TS_OK) return fail(static_cast<ts_status_code>(helper_code), helper_message);
-    out->entries_scored += helper_scored;
+    if (failure_code != TS_OK) return fail(failure_code, failure_message);
+    out->entries_scored = scored.load();
     return ok();
   });
 }
@@ -243,7 +257,7 @@ ts_status create(const ts_host_api* host, const char* options_json, ts_device, t
     int64_t parallel_min_work = 0;
     if (ts_status s = parse_options(options_json, parallel_min_work); s.code != TS_OK) return s;
     return tessera::sdk::create_instance<ReferenceAttention>(
-        out, ReferenceAttention{tessera::sdk::Logger(host, "reference"), parallel_min_work});
+        out, ReferenceAttention{tessera::sdk::Logger(host, "reference"), parallel_min_work, host});
   });
 }
 
@@ -263,7 +277,7 @@ const ts_plugin_descriptor kDescriptor = {
     "{\"compiler\":\"" __VERSION__ "\",\"cuda\":null,\"sm\":[]}",
     R"({"type":"object","properties":{"parallel_min_work":{"type":"integer","minimum":0,)"
     R"("default":2097152,"description":"batches with less attention work (multiply-adds) run )"
-    R"(on one thread; larger ones are split by sequence over two"}},"additionalProperties":false})",
+    R"(on one thread; larger ones are shared out by sequence over the host compute threads"}},"additionalProperties":false})",
     R"({"devices":["cpu"],"kv_formats":["any"],"cuda_graph":false})",
     check_support,
     create,

@@ -1,7 +1,8 @@
-// The reference attention plugin splits a large batch by sequence over two threads
-// (plugins/attention_reference, option "parallel_min_work"). Each token's arithmetic is the same
-// on either thread, so forcing the split on every batch must give bit-identical logits to never
-// splitting, through prefill (several sequences of different lengths) and decode.
+// The reference attention plugin shares a large batch out by sequence over the host's compute
+// threads (the host API's parallel_for; plugins/attention_reference, option "parallel_min_work").
+// Each token's arithmetic is the same on any thread, so forcing the split on every batch must
+// give bit-identical logits to never splitting, through prefill (several sequences of different
+// lengths) and decode.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "engine_harness.hpp"
+#include "ops/compute_threads.hpp"
 #include "runtime/runtime.hpp"
 #include "util/check.hpp"
 
@@ -51,6 +53,8 @@ std::vector<float> run_batch(Runtime& rt) {
 }
 
 TEST(ReferenceAttentionSplit, ForcedSplitGivesBitIdenticalLogits) {
+  const int threads_before = ops::compute_threads();
+  ops::set_compute_threads(2);  // a helper thread even on a one-core machine
   Runtime never(with_min_work("9223372036854775807"));
   Runtime always(with_min_work("0"));
   const std::vector<float> a = run_batch(never);
@@ -60,6 +64,7 @@ TEST(ReferenceAttentionSplit, ForcedSplitGivesBitIdenticalLogits) {
   size_t differing = 0;
   for (size_t i = 0; i < a.size(); ++i) differing += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
   EXPECT_EQ(differing, 0u) << "of " << a.size() << " logits";
+  ops::set_compute_threads(threads_before);
 }
 
 TEST(ReferenceAttentionSplit, NegativeMinWorkIsRefused) {

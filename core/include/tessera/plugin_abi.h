@@ -77,6 +77,12 @@ typedef struct ts_host_api {
   void* ctx;
   /* The host tags each line with the plugin name. */
   void (*log)(void* ctx, int32_t level, const char* plugin_name, const char* message);
+  /* Appended (present when struct_size covers it; may be NULL): runs fn(arg, i) exactly once for
+     every i in [0, n), on the calling thread and the host's compute helpers (the threads its own
+     GEMMs use, so a plugin never competes with them for cores), and returns when all are done.
+     Which thread runs an item is unspecified; fn must not throw and must not wait for another
+     item. Without it, run the items on the calling thread (tessera::sdk::parallel_for does). */
+  void (*parallel_for)(void* ctx, int64_t n, void (*fn)(void* arg, int64_t item), void* arg);
 } ts_host_api;
 
 /* ---------------------------------------------------------------- descriptor */

@@ -3,6 +3,7 @@
 // never link the core. See docs/plugins.md and examples/plugin-template.
 #pragma once
 
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <new>
@@ -65,6 +66,20 @@ class Logger {
   const char* name_ = "";
 };
 
+// Runs f(i) for every i in [0, n) through the host's parallel_for when it has one (the host's
+// compute threads), else on this thread. f must not throw (catch inside and record the failure).
+template <class F>
+void parallel_for(const ts_host_api* host, int64_t n, const F& f) {
+  constexpr size_t kNeeded = offsetof(ts_host_api, parallel_for) + sizeof(host->parallel_for);
+  if (host != nullptr && host->struct_size >= kNeeded && host->parallel_for != nullptr) {
+    host->parallel_for(
+        host->ctx, n, [](void* arg, int64_t i) { (*static_cast<const F*>(arg))(i); },
+        const_cast<F*>(&f));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
 // Instance <-> implementation object. Impl is owned by the ts_instance handle.
 template <class Impl>
 [[nodiscard]] Impl& self(ts_instance* instance) noexcept {
@@ -91,7 +106,7 @@ void destroy_instance(ts_instance* instance) noexcept {
 
 // Defines the single exported entry point. Use once per plugin, at namespace scope:
 //   TESSERA_DEFINE_PLUGIN(kMyDescriptor)
-#define TESSERA_DEFINE_PLUGIN(descriptor)                                          \
+#define TESSERA_DEFINE_PLUGIN(descriptor)                                       \
   extern "C" __attribute__((visibility("default"))) const ts_plugin_descriptor* \
   tessera_plugin_entry(void) {                                                  \
     return &(descriptor);                                                       \

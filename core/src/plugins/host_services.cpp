@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "ops/compute_threads.hpp"
+
 namespace tessera {
 
 namespace {
@@ -30,6 +32,10 @@ void log_from_plugin(void* ctx, int32_t level, const char* /*plugin_name*/,
   }
 }
 
+void parallel_for_plugin(void* /*ctx*/, int64_t n, void (*fn)(void*, int64_t), void* arg) {
+  ops::parallel_for(n, ops::compute_threads(), [&](int64_t item) { fn(arg, item); });
+}
+
 }  // namespace
 
 ts_host_api make_host_api(const std::string* plugin_name) noexcept {
@@ -39,6 +45,7 @@ ts_host_api make_host_api(const std::string* plugin_name) noexcept {
   api.abi_minor = TS_ABI_MINOR;
   api.ctx = const_cast<std::string*>(plugin_name);
   api.log = &log_from_plugin;
+  api.parallel_for = &parallel_for_plugin;
   return api;
 }
 
