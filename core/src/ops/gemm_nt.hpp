@@ -29,6 +29,10 @@ struct GemmNtArgs {
 // True when this CPU runs the AVX-512 kernel (AVX-512 F + DQ); otherwise callers use BLAS.
 bool gemm_nt_avx512_available();
 
+// The kernel walks W in chunks of this many rows (a multiple of 4) and prefetches the next chunk
+// of its range while computing one: a range of several chunks streams W best.
+int64_t gemm_nt_avx512_cols_per_chunk(int64_t rows, int64_t in);
+
 // Computes output columns [n_begin, n_end) of Y for all rows. Requires gemm_nt_avx512_available().
 // Splitting [0, out) into ranges at multiples of 4 and calling this on each (from any threads)
 // gives the same bits as one call.

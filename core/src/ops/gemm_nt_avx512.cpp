@@ -46,14 +46,29 @@ struct BlockSums {
   __m512 lo, hi;
 };
 
+// Prefetch of the next chunk of W into L2 while this one is computed, spread over the passes of
+// x: in pass `phase` of `period`, every period-th 16-float step also prefetches the 4 rows at pf
+// (ldw apart). Without it the first pass over each chunk stalls on memory (measured: a cold
+// 16-row GEMM cost hot time + W at ~17 GB/s, i.e. no overlap at all).
+struct NextChunk {
+  const float* rows = nullptr;  // nullptr: nothing to prefetch
+  int64_t ldw = 0;
+  int64_t phase = 0, period = 1;
+};
+
 template <int MR>
-TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr, int64_t K) {
+TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr, int64_t K,
+                                 const NextChunk& next) {
   __m512 acc[kRows][4];
 #pragma GCC unroll 6
   for (auto& row : acc)
     for (auto& a : row) a = _mm512_setzero_ps();
   int64_t k = 0;
-  for (; k + kLanes <= K; k += kLanes) {
+  for (int64_t step = 0; k + kLanes <= K; k += kLanes, ++step) {
+    if (next.rows != nullptr && step % next.period == next.phase) {
+      for (int j = 0; j < 4; ++j)
+        _mm_prefetch(reinterpret_cast<const char*>(next.rows + j * next.ldw + k), _MM_HINT_T1);
+    }
     const __m512 w0 = _mm512_loadu_ps(wr[0] + k), w1 = _mm512_loadu_ps(wr[1] + k);
     const __m512 w2 = _mm512_loadu_ps(wr[2] + k), w3 = _mm512_loadu_ps(wr[3] + k);
 #pragma GCC unroll 6
@@ -114,12 +129,14 @@ TS_AVX512 void store_block(const BlockSums& sums, float* y, int64_t ldy, int64_t
   if (mr > 4) store4(sums.hi, dst + 4 * ldy, ldy, mr - 4, nr);
 }
 
-// Loop tiling (per thread): a chunk of W (cols_per_chunk rows of W, ~128 KiB) stays in L2 while
-// every 4-row slice of x (in L1) meets all of it; x itself is taken rows_per_chunk rows at a time
-// (~256 KiB, L2). Results are written a row segment at a time, never 4 KiB-strided columns.
-int64_t cols_per_chunk(int64_t K) {
-  constexpr int64_t kL2BudgetW = 128 * 1024;
-  const int64_t cols = kL2BudgetW / (K * static_cast<int64_t>(sizeof(float)));
+// Loop tiling (per thread): a chunk of W (cols_per_chunk rows of W) stays in L1/L2 while every
+// 6-row slice of x meets all of it; x itself is taken rows_per_chunk rows at a time (~256 KiB,
+// L2). Results are written a row segment at a time, never 4 KiB-strided columns. With many rows
+// a chunk is ~128 KiB (L2, reused by many passes); with few it is ~32 KiB, so the next chunk's
+// prefetch (NextChunk) starts early and the first, unprefetched one costs little.
+int64_t cols_per_chunk_for(int64_t rows, int64_t K) {
+  const int64_t budget = rows > 32 ? 128 * 1024 : 32 * 1024;
+  const int64_t cols = budget / (K * static_cast<int64_t>(sizeof(float)));
   return std::clamp<int64_t>(cols / kBlock * kBlock, kBlock, 1024);
 }
 
@@ -130,24 +147,28 @@ int64_t rows_per_chunk(int64_t K) {
 }
 
 TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const float* const* wr,
-                                      int64_t K) {
+                                      int64_t K, const NextChunk& next) {
   switch (mr) {
     case 6:
-      return block<6>(xr, wr, K);
+      return block<6>(xr, wr, K, next);
     case 5:
-      return block<5>(xr, wr, K);
+      return block<5>(xr, wr, K, next);
     case 4:
-      return block<4>(xr, wr, K);
+      return block<4>(xr, wr, K, next);
     case 3:
-      return block<3>(xr, wr, K);
+      return block<3>(xr, wr, K, next);
     case 2:
-      return block<2>(xr, wr, K);
+      return block<2>(xr, wr, K, next);
     default:
-      return block<1>(xr, wr, K);
+      return block<1>(xr, wr, K, next);
   }
 }
 
 }  // namespace
+
+int64_t gemm_nt_avx512_cols_per_chunk(int64_t rows, int64_t in) {
+  return cols_per_chunk_for(rows, std::max<int64_t>(in, 1));
+}
 
 bool gemm_nt_avx512_available() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
@@ -156,14 +177,13 @@ bool gemm_nt_avx512_available() {
 
 TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
   const int64_t K = std::max<int64_t>(a.in, 1);
-  // Few rows (an expert's share of a batch): each 4-row slice of W meets all of x at once, so W
-  // streams from memory exactly once (the hardware prefetcher follows its 4 rows; software
-  // prefetch measured no better), with no second pass over a chunk.
-  const int64_t n_chunk = a.rows <= 32 ? kBlock : cols_per_chunk(K), m_chunk = rows_per_chunk(K);
+  const int64_t n_chunk = cols_per_chunk_for(a.rows, K), m_chunk = rows_per_chunk(K);
   for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
     const int64_t nc_end = std::min(n_end, nc + n_chunk);
     for (int64_t mc = 0; mc < a.rows; mc += m_chunk) {
       const int64_t mc_end = std::min(a.rows, mc + m_chunk);
+      const int64_t passes = (mc_end - mc + kRows - 1) / kRows;
+      const bool last_x_chunk = mc_end == a.rows;  // the next chunk of W is needed right after
       for (int64_t m0 = mc; m0 < mc_end; m0 += kRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kRows, mc_end - m0));
         const float* xr[kRows];
@@ -172,7 +192,14 @@ TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
           const int nr = static_cast<int>(std::min(kBlock, nc_end - n0));
           const float* wr[4];  // a short last block repeats its last row; those sums are dropped
           for (int j = 0; j < 4; ++j) wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
-          const BlockSums sums = block_rows(mr, xr, wr, a.in);
+          NextChunk next;
+          if (passes > 1 && last_x_chunk && n0 + n_chunk < n_end) {
+            next.rows = a.w + std::min(n0 + n_chunk, n_end - 4 < 0 ? 0 : n_end - 4) * a.ldw;
+            next.ldw = a.ldw;
+            next.phase = (m0 - mc) / kRows;
+            next.period = passes;
+          }
+          const BlockSums sums = block_rows(mr, xr, wr, a.in, next);
           store_block(sums, a.y, a.ldy, m0, mr, n0, nr);
         }
       }

@@ -15,10 +15,9 @@
 namespace tessera::ops {
 namespace {
 
-// Work is shared in chunks of at least this many multiply-adds (~0.5 us: a chunk costs one
-// atomic increment), and at most this many chunks per thread.
-constexpr int64_t kMinMaddsPerChunk = 64 * 1024;
-constexpr int64_t kMaxChunksPerThread = 16;
+// Work is shared in items of at least this many multiply-adds (a few microseconds: an item costs
+// one atomic increment, a helper's hand-off about a microsecond).
+constexpr int64_t kMinMaddsPerItem = 64 * 1024;
 
 GemmBackend initial_backend() {
   const char* env = std::getenv("TESSERA_GEMM");
@@ -52,19 +51,20 @@ void linear_avx512(GemmNtArgs a) {
     a.x = packed_x.data();
     a.ldx = a.in;
   }
-  const int64_t blocks = (a.out + 3) / 4;
+  // Shared out in items of whole W chunks, two or more chunks per item where there are enough,
+  // so each thread's kernel call can prefetch its next chunk while computing one.
   const int threads = compute_threads();
-  const int64_t block_madds = a.rows * 4 * a.in;
-  const int64_t chunk =
-      std::max({int64_t{1}, (kMinMaddsPerChunk + block_madds - 1) / block_madds,
-                (blocks + kMaxChunksPerThread * threads - 1) / (kMaxChunksPerThread * threads)});
-  const int64_t chunks = (blocks + chunk - 1) / chunk;
-  if (chunks == 1 || threads == 1) {
+  const int64_t chunk_cols = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
+  const int64_t chunks = (a.out + chunk_cols - 1) / chunk_cols;
+  const int64_t items = std::clamp<int64_t>(
+      std::min<int64_t>(chunks / 2, a.rows * a.out * a.in / kMinMaddsPerItem), 1, threads * 4);
+  if (items == 1 || threads == 1) {
     gemm_nt_avx512(a, 0, a.out);
     return;
   }
-  parallel_for(chunks, threads, [&](int64_t c) {
-    gemm_nt_avx512(a, c * chunk * 4, std::min(a.out, (c + 1) * chunk * 4));
+  parallel_for(items, threads, [&](int64_t i) {
+    gemm_nt_avx512(a, std::min(a.out, chunks * i / items * chunk_cols),
+                   std::min(a.out, chunks * (i + 1) / items * chunk_cols));
   });
 }
 
