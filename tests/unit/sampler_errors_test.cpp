@@ -120,7 +120,7 @@ TEST(SamplerErrors, InvalidTokenListsAndPointers) {
 }
 
 TEST(SamplerErrors, TheLowestFailingRowIsReportedWhateverTheThreads) {
-  for (const int threads : {1, 4}) {
+  for (const int threads : {0, 1, 4}) {  // 0: on the host's compute threads
     const PluginInstance sampler = make_sampler(threads);
     std::vector<ts_sampler_row> rows;
     for (uint64_t i = 0; i < 64; ++i) rows.push_back(make_row(kLogits, plain_params(i), i));

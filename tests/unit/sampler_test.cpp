@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "ops/compute_threads.hpp"
 #include "sampler_harness.hpp"
 #include "util/check.hpp"
 
@@ -39,7 +40,7 @@ TEST(SamplerPlugin, DescriptorDescribesACpuSampler) {
 
 TEST(SamplerPlugin, RejectsBadOptionsAndOtherDevices) {
   const LoadedPlugin& plugin = standard_plugin();
-  EXPECT_THROW(registry().create(plugin, R"({"threads":0})", kCpu), Error);
+  EXPECT_THROW(registry().create(plugin, R"({"threads":-1})", kCpu), Error);
   EXPECT_THROW(registry().create(plugin, R"({"threads":257})", kCpu), Error);
   EXPECT_THROW(registry().create(plugin, R"({"threads":"4"})", kCpu), Error);
   EXPECT_THROW(registry().create(plugin, R"({"thread":4})", kCpu), Error);
@@ -187,11 +188,15 @@ std::vector<int32_t> tokens_of(const PluginInstance& sampler,
 TEST(SamplerDeterminism, SameTokensWhateverTheThreadCount) {
   const Batch b = varied_batch();
   const auto one = tokens_of(make_sampler(1), b.rows);
-  for (const int threads : {2, 3, 8}) {
+  // 0: the host's compute threads (its parallel_for), here with a helper even on one core.
+  const int compute_threads_before = ops::compute_threads();
+  ops::set_compute_threads(2);
+  for (const int threads : {0, 2, 3, 8}) {
     const PluginInstance sampler = make_sampler(threads);
     EXPECT_EQ(tokens_of(sampler, b.rows), one) << threads << " threads";
     EXPECT_EQ(tokens_of(sampler, b.rows), one) << threads << " threads, second call";
   }
+  ops::set_compute_threads(compute_threads_before);
   // Sanity: the batch is not trivially constant.
   EXPECT_GT(std::set<int32_t>(one.begin(), one.end()).size(), 20u);
 }

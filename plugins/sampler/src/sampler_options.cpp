@@ -37,10 +37,10 @@ ts_status parse_sampler_options(const char* options_json, SamplerOptions& out) n
                          "sampler option 'threads' must be an integer, got " + value.dump());
       }
       const auto threads = value.get<int64_t>();
-      if (threads < 1 || threads > kMaxThreads) {
+      if (threads < 0 || threads > kMaxThreads) {
         return sdk::fail(TS_ERR_INVALID_ARGUMENT,
                          "sampler option 'threads' = " + std::to_string(threads) +
-                             " is outside [1, " + std::to_string(kMaxThreads) + "]");
+                             " is outside [0, " + std::to_string(kMaxThreads) + "]");
       }
       parsed.threads = static_cast<int>(threads);
     }

@@ -1,15 +1,63 @@
 #include "standard_sampler.hpp"
 
+#include <algorithm>
+#include <exception>
 #include <string>
 
 namespace tessera::sampler {
 
 StandardSampler::StandardSampler(const ts_host_api* host, const SamplerOptions& options)
-    : logger_(host, kPluginName),
-      pool_(options.threads),
-      workspaces_(options.threads),
-      failures_(options.threads) {
-  logger_.log(TS_LOG_DEBUG, "sampler ready, " + std::to_string(options.threads) + " thread(s)");
+    : host_(host),
+      host_threads_(options.threads == 0),
+      logger_(host, kPluginName),
+      pool_(std::max(1, options.threads)),
+      workspaces_(static_cast<size_t>(std::max(1, options.threads))),
+      failures_(static_cast<size_t>(std::max(1, options.threads))) {
+  logger_.log(TS_LOG_DEBUG,
+              host_threads_ ? std::string("sampler ready, on the host's compute threads")
+                            : "sampler ready, " + std::to_string(options.threads) + " thread(s)");
+}
+
+namespace {
+
+// Keeps the lowest failing row's error and counts the failures.
+template <class Failures>
+void record_failure(Failures& f, int64_t row, RowError&& error) {
+  ++f.count;
+  if (f.first_row < 0 || row < f.first_row) {
+    f.first_row = row;
+    f.first = std::move(error);
+  }
+}
+
+}  // namespace
+
+void StandardSampler::sample_on_own_pool(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
+                                         ts_sampler_result* results) {
+  pool_.run(n_rows, [&](int64_t row, int worker) {
+    RowError error = sample_row(rows[row], vocab, results[row], workspaces_[worker]);
+    if (error.failed()) record_failure(failures_[worker], row, std::move(error));
+  });
+}
+
+void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, int32_t n_rows,
+                                             int32_t vocab, ts_sampler_result* results) {
+  sdk::parallel_for(host_, n_rows, [&](int64_t row) {
+    thread_local RowWorkspace workspace;  // each host thread keeps its own scratch
+    RowError error;
+    try {
+      error = sample_row(rows[row], vocab, results[row], workspace);
+    } catch (const std::exception& e) {  // bad_alloc growing the scratch: this row fails
+      results[row].token = -1;
+      error = RowError{TS_ERR_INTERNAL, std::string("sampling failed: ") + e.what()};
+    } catch (...) {  // nothing may escape into the host's threads
+      results[row].token = -1;
+      error = RowError{TS_ERR_INTERNAL, "sampling failed: unknown exception"};
+    }
+    if (!error.failed()) return;
+    const std::lock_guard lock(failures_mutex_);
+    record_failure(failures_[0], row, std::move(error));
+  });
 }
 
 ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
@@ -34,18 +82,11 @@ ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, in
     for (auto& f : failures_) {
       f = WorkerFailures{};
     }
-    pool_.run(n_rows, [&](int64_t row, int worker) {
-      RowError error = sample_row(rows[row], vocab, results[row], workspaces_[worker]);
-      if (!error.failed()) {
-        return;
-      }
-      WorkerFailures& f = failures_[worker];
-      ++f.count;
-      if (f.first_row < 0 || row < f.first_row) {
-        f.first_row = row;
-        f.first = std::move(error);
-      }
-    });
+    if (host_threads_) {
+      sample_on_host_threads(rows, n_rows, vocab, results);
+    } else {
+      sample_on_own_pool(rows, n_rows, vocab, results);
+    }
 
     const WorkerFailures* first = nullptr;
     int64_t failed_rows = 0;

@@ -1,5 +1,6 @@
-// The "standard" sampler instance: a batch of independent rows spread over a RowPool, each worker
-// with its own scratch. Thread-safety: sample() may be called from any thread; calls on one
+// The "standard" sampler instance: a batch of independent rows spread over the host's compute
+// threads (option threads = 0, the default) or over a RowPool of its own, each thread with its
+// own scratch. Thread-safety: sample() may be called from any thread; calls on one
 // instance are serialised by a mutex (the engine samples once per step from one thread).
 #pragma once
 
@@ -34,11 +35,20 @@ class StandardSampler {
     int64_t count = 0;
   };
 
+  // Runs sample_row for every row; failures are recorded in failures_.
+  void sample_on_host_threads(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
+                              ts_sampler_result* results);
+  void sample_on_own_pool(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
+                          ts_sampler_result* results);
+
+  const ts_host_api* host_;
+  bool host_threads_;  // option threads = 0
   sdk::Logger logger_;
   std::mutex call_mutex_;
   RowPool pool_;
   std::vector<RowWorkspace> workspaces_;  // [pool_.workers()]
-  std::vector<WorkerFailures> failures_;  // [pool_.workers()]
+  std::vector<WorkerFailures> failures_;  // [pool_.workers()]; [0] on host threads
+  std::mutex failures_mutex_;             // host threads record into failures_[0]
 };
 
 }  // namespace tessera::sampler
