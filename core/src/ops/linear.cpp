@@ -56,20 +56,24 @@ void linear_avx512(GemmNtArgs a) {
     a.ldx = a.in;
   }
   // Shared out in items of whole W chunks, two or more chunks per item where there are enough,
-  // so each thread's kernel call can prefetch its next chunk while computing one.
+  // so each thread's kernel call can prefetch its next chunk while computing one. A W of fewer
+  // chunks than threads (few, long rows: the hyper-connection mix, 24 x 2048) is split by 4-row
+  // blocks instead.
   const int threads = compute_threads();
-  const int64_t chunk_cols = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
-  const int64_t chunks = (a.out + chunk_cols - 1) / chunk_cols;
-  const int64_t items =
-      std::clamp<int64_t>(std::min<int64_t>(chunks / 2, a.rows * a.out * a.in / kMinMaddsPerItem),
-                          1, threads * kItemsPerThread);
+  int64_t unit = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
+  if ((a.out + unit - 1) / unit < threads) unit = 4;
+  const int64_t units = (a.out + unit - 1) / unit;
+  const int64_t items = std::clamp<int64_t>(
+      std::min<int64_t>(std::max<int64_t>(units / 2, std::min<int64_t>(units, threads)),
+                        a.rows * a.out * a.in / kMinMaddsPerItem),
+      1, threads * kItemsPerThread);
   if (items == 1 || threads == 1) {
     gemm_nt_avx512(a, 0, a.out);
     return;
   }
   parallel_for(items, threads, [&](int64_t i) {
-    gemm_nt_avx512(a, std::min(a.out, chunks * i / items * chunk_cols),
-                   std::min(a.out, chunks * (i + 1) / items * chunk_cols));
+    gemm_nt_avx512(a, std::min(a.out, units * i / items * unit),
+                   std::min(a.out, units * (i + 1) / items * unit));
   });
 }
 
