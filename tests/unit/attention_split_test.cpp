@@ -28,27 +28,14 @@ RuntimeOptions with_min_work(const std::string& min_work) {
 // step's logits concatenated.
 std::vector<float> run_batch(Runtime& rt) {
   constexpr int kSequences = 6;
-  std::vector<std::unique_ptr<SequenceKv>> seqs;
-  std::vector<std::vector<int32_t>> inputs;
-  for (int s = 0; s < kSequences; ++s) {
-    seqs.push_back(rt.new_sequence());
-    inputs.push_back(engine_test::make_prompt(100 + s, 20 + 17 * s));
-  }
+  std::vector<std::vector<int32_t>> prompts;
+  for (int s = 0; s < kSequences; ++s)
+    prompts.push_back(engine_test::make_prompt(100 + s, 20 + 17 * s));
   std::vector<float> all;
-  for (int step = 0; step < 5; ++step) {
-    dsv4::ForwardBatch batch;
-    for (int s = 0; s < kSequences; ++s)
-      batch.chunks.push_back({seqs[s].get(), inputs[s], /*all_logits=*/step == 0});
-    const dsv4::Logits logits = rt.model().forward(batch);
-    all.insert(all.end(), logits.values.begin(), logits.values.end());
-    for (int s = 0; s < kSequences; ++s) {  // greedy next token from the chunk's last row
-      const int64_t last = step == 0
-                               ? logits.chunk_rows[s] + static_cast<int64_t>(inputs[s].size()) - 1
-                               : logits.chunk_rows[s];
-      const float* row = logits.row(last);
-      inputs[s] = {static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row)};
-    }
-  }
+  engine_test::forward_greedy_steps(
+      rt, prompts, 5, [&](int, const dsv4::Logits& logits, const auto&) {
+        all.insert(all.end(), logits.values.begin(), logits.values.end());
+      });
   return all;
 }
 

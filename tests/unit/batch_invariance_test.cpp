@@ -24,29 +24,15 @@ namespace {
 // `batch` sequences (sequence 0 first, the others with other prompts and lengths).
 std::vector<float> logits_of_first(int batch) {
   Runtime rt(engine_test::runtime_options(0.05));
-  std::vector<std::unique_ptr<SequenceKv>> seqs;
-  std::vector<std::vector<int32_t>> inputs;
-  for (int s = 0; s < batch; ++s) {
-    seqs.push_back(rt.new_sequence());
-    inputs.push_back(engine_test::make_prompt(300 + s, 23 + 11 * s));
-  }
+  std::vector<std::vector<int32_t>> prompts;
+  for (int s = 0; s < batch; ++s) prompts.push_back(engine_test::make_prompt(300 + s, 23 + 11 * s));
   std::vector<float> first;
-  for (int step = 0; step < 5; ++step) {
-    dsv4::ForwardBatch fb;
-    for (int s = 0; s < batch; ++s)
-      fb.chunks.push_back({seqs[s].get(), inputs[s], /*all_logits=*/step == 0});
-    const dsv4::Logits logits = rt.model().forward(fb);
-    const auto rows0 = static_cast<int64_t>(step == 0 ? inputs[0].size() : 1);
-    for (int64_t r = 0; r < rows0; ++r) {
-      const float* row = logits.row(logits.chunk_rows[0] + r);
-      first.insert(first.end(), row, row + logits.vocab);
-    }
-    for (int s = 0; s < batch; ++s) {  // greedy next token from the chunk's last row
-      const int64_t last = logits.chunk_rows[s] + (step == 0 ? inputs[s].size() - 1 : 0);
-      const float* row = logits.row(last);
-      inputs[s] = {static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row)};
-    }
-  }
+  engine_test::forward_greedy_steps(
+      rt, prompts, 5, [&](int step, const dsv4::Logits& logits, const auto& inputs) {
+        const auto rows0 = static_cast<int64_t>(step == 0 ? inputs[0].size() : 1);
+        const float* begin = logits.row(logits.chunk_rows[0]);
+        first.insert(first.end(), begin, begin + rows0 * logits.vocab);
+      });
   return first;
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
@@ -54,6 +55,29 @@ inline std::vector<int32_t> make_prompt(uint64_t seed, int64_t length, int64_t v
     id = static_cast<int32_t>(3 + x % static_cast<uint64_t>(vocab - 3));
   }
   return ids;
+}
+
+// Drives the model by hand: one prefill step of `inputs` (all logits), then steps - 1 greedy
+// decode steps, each sequence fed its own argmax. visit(step, logits, inputs_of_that_step)
+// after each step. For tests that compare logits bit for bit across runs.
+template <class Visit>
+void forward_greedy_steps(Runtime& rt, std::vector<std::vector<int32_t>> inputs, int steps,
+                          const Visit& visit) {
+  std::vector<std::unique_ptr<SequenceKv>> seqs;
+  for (size_t s = 0; s < inputs.size(); ++s) seqs.push_back(rt.new_sequence());
+  for (int step = 0; step < steps; ++step) {
+    dsv4::ForwardBatch batch;
+    for (size_t s = 0; s < inputs.size(); ++s)
+      batch.chunks.push_back({seqs[s].get(), inputs[s], /*all_logits=*/step == 0});
+    const dsv4::Logits logits = rt.model().forward(batch);
+    visit(step, logits, inputs);
+    for (size_t s = 0; s < inputs.size(); ++s) {  // greedy next token from the chunk's last row
+      const int64_t last =
+          logits.chunk_rows[s] + (step == 0 ? static_cast<int64_t>(inputs[s].size()) - 1 : 0);
+      const float* row = logits.row(last);
+      inputs[s] = {static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row)};
+    }
+  }
 }
 
 inline engine::Request greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
