@@ -33,19 +33,26 @@ struct ReferenceAttention {
 // Options: {"parallel_min_work": integer >= 0} (0 splits every batch of >= 2 sequences; tests).
 ts_status parse_options(const char* options_json, int64_t& parallel_min_work) {
   parallel_min_work = kDefaultParallelMinWork;
-  if (options_json == nullptr || options_json[0] == '\0') return ok();
+  if (options_json == nullptr || options_json[0] == '\0') {
+    return ok();
+  }
   const auto json = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !(json.is_object() || json.is_null()))
+  if (json.is_discarded() || !(json.is_object() || json.is_null())) {
     return fail(TS_ERR_INVALID_ARGUMENT,
                 std::string("reference attention options must be a JSON object: ") + options_json);
-  if (json.is_null()) return ok();
+  }
+  if (json.is_null()) {
+    return ok();
+  }
   for (const auto& [key, value] : json.items()) {
-    if (key != "parallel_min_work")
+    if (key != "parallel_min_work") {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "unknown reference attention option '" + key + "' (known: parallel_min_work)");
-    if (!value.is_number_integer() || value.get<int64_t>() < 0)
+    }
+    if (!value.is_number_integer() || value.get<int64_t>() < 0) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "option 'parallel_min_work' must be an integer >= 0, got " + value.dump());
+    }
     parallel_min_work = value.get<int64_t>();
   }
   return ok();
@@ -72,29 +79,34 @@ SequenceExtent extent_of(const ts_attention_layer& layer, const ts_attention_seq
   e.last_position = seq.first_position + seq.n_queries - 1;
   e.n_window = e.last_position - seq.window_first_position + 1;
   e.n_compressed = 0;
-  if (layer.compress_ratio > 0)
+  if (layer.compress_ratio > 0) {
     e.n_compressed =
         std::min<int64_t>(seq.n_compressed, (e.last_position + 1) / layer.compress_ratio);
+  }
   return e;
 }
 
 ts_status validate(const ts_attention_layer* layer, const ts_attention_batch* batch) {
-  if (layer == nullptr || batch == nullptr)
+  if (layer == nullptr || batch == nullptr) {
     return fail(TS_ERR_INVALID_ARGUMENT, "null layer or batch");
-  if (layer->compress_ratio != 0 && layer->compress_ratio != 4 && layer->compress_ratio != 128)
+  }
+  if (layer->compress_ratio != 0 && layer->compress_ratio != 4 && layer->compress_ratio != 128) {
     return fail(TS_ERR_UNSUPPORTED,
                 "compress_ratio must be 0, 4 or 128, got " + std::to_string(layer->compress_ratio));
+  }
   for (int32_t s = 0; s < batch->n_sequences; ++s) {
     const ts_attention_sequence& seq = batch->sequences[s];
     const int64_t lowest = std::max<int64_t>(0, seq.first_position - layer->window + 1);
-    if (seq.window_first_position > lowest || seq.n_queries <= 0)
+    if (seq.window_first_position > lowest || seq.n_queries <= 0) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "sequence " + std::to_string(s) + ": window slots start at position " +
                       std::to_string(seq.window_first_position) + " but position " +
                       std::to_string(lowest) + " is needed");
-    if (seq.query_offset < 0 || seq.query_offset + seq.n_queries > batch->n_tokens)
+    }
+    if (seq.query_offset < 0 || seq.query_offset + seq.n_queries > batch->n_tokens) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "sequence " + std::to_string(s) + ": queries out of range");
+    }
   }
   return ok();
 }
@@ -102,7 +114,9 @@ ts_status validate(const ts_attention_layer* layer, const ts_attention_batch* ba
 ts_status plan(ts_instance*, const ts_attention_layer* layer, const ts_attention_batch* batch,
                size_t* workspace_bytes) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = validate(layer, batch); s.code != TS_OK) return s;
+    if (ts_status s = validate(layer, batch); s.code != TS_OK) {
+      return s;
+    }
     size_t most = 0;
     for (int32_t s = 0; s < batch->n_sequences; ++s) {
       const SequenceExtent e = extent_of(*layer, batch->sequences[s]);
@@ -117,7 +131,9 @@ ts_status plan(ts_instance*, const ts_attention_layer* layer, const ts_attention
 
 ts_status load_rows(const ts_kv_reader& kv, const ts_kv_layout* layout, const uint8_t* pool,
                     const int64_t* slots, int64_t n, float* out, ts_device device) {
-  if (n == 0) return ok();
+  if (n == 0) {
+    return ok();
+  }
   return kv.table->load(kv.instance, layout, pool, slots, n, out, device);
 }
 
@@ -135,29 +151,37 @@ ts_status run_sequences(const ts_attention_layer* layer, const ts_attention_batc
     const size_t need =
         static_cast<size_t>((e.n_window + e.n_compressed) * D + e.n_compressed * ID) *
         sizeof(float);
-    if (need > workspace_bytes)
+    if (need > workspace_bytes) {
       return fail(TS_ERR_INVALID_ARGUMENT, "workspace smaller than plan()");
+    }
     float* window_rows = ws;                             // [n_window, D]
     float* comp_rows = ws + e.n_window * D;              // [n_compressed, D]
     float* index_keys = comp_rows + e.n_compressed * D;  // [n_compressed, ID]
     ts_status st = load_rows(in->kv, in->kv.main_layout, in->kv_pool, seq.window_slots, e.n_window,
                              window_rows, device);
-    if (st.code != TS_OK) return st;
+    if (st.code != TS_OK) {
+      return st;
+    }
     st = load_rows(in->kv, in->kv.main_layout, in->kv_pool, seq.compressed_slots, e.n_compressed,
                    comp_rows, device);
-    if (st.code != TS_OK) return st;
+    if (st.code != TS_OK) {
+      return st;
+    }
     if (m == 4) {
       st = load_rows(in->kv, in->kv.indexer_layout, in->index_pool, seq.indexer_slots,
                      e.n_compressed, index_keys, device);
-      if (st.code != TS_OK) return st;
+      if (st.code != TS_OK) {
+        return st;
+      }
     }
     for (int32_t i = 0; i < seq.n_queries; ++i) {
       const int64_t p = seq.first_position + i;
       const int64_t token = seq.query_offset + i;
       rows.clear();
       const int64_t lo = std::max<int64_t>(0, p - layer->window + 1);
-      for (int64_t pos = lo; pos <= p; ++pos)
+      for (int64_t pos = lo; pos <= p; ++pos) {
         rows.push_back(window_rows + (pos - seq.window_first_position) * D);
+      }
       const int64_t visible = m > 0 ? std::min<int64_t>(e.n_compressed, (p + 1) / m) : 0;
       int32_t* selected = out->selected ? out->selected + token * layer->index_topk : nullptr;
       if (m == 4) {
@@ -165,12 +189,18 @@ ts_status run_sequences(const ts_attention_layer* layer, const ts_attention_batc
             in->index_q + token * IH * ID, in->index_w + token * IH, IH, ID, index_keys, visible,
             layer->index_topk);
         *entries_scored += visible;
-        for (int32_t k : pick) rows.push_back(comp_rows + static_cast<int64_t>(k) * D);
-        if (selected)
-          for (int32_t j = 0; j < layer->index_topk; ++j)
+        for (int32_t k : pick) {
+          rows.push_back(comp_rows + static_cast<int64_t>(k) * D);
+        }
+        if (selected) {
+          for (int32_t j = 0; j < layer->index_topk; ++j) {
             selected[j] = j < static_cast<int32_t>(pick.size()) ? pick[j] : -1;
+          }
+        }
       } else {
-        for (int64_t k = 0; k < visible; ++k) rows.push_back(comp_rows + k * D);
+        for (int64_t k = 0; k < visible; ++k) {
+          rows.push_back(comp_rows + k * D);
+        }
       }
       tessera::reference::attend_with_sink(in->q + token * H * D, H, D, rows.data(),
                                            static_cast<int64_t>(rows.size()), layer->softmax_scale,
@@ -184,9 +214,12 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
               const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
               size_t workspace_bytes, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = validate(layer, batch); s.code != TS_OK) return s;
-    if (device.type != TS_DEVICE_CPU)
+    if (ts_status s = validate(layer, batch); s.code != TS_OK) {
+      return s;
+    }
+    if (device.type != TS_DEVICE_CPU) {
       return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
+    }
     out->entries_scored = 0;
     auto* ws = static_cast<float*>(workspace);
     const int32_t n = batch->n_sequences;
@@ -200,9 +233,10 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
                layer->n_heads * layer->head_dim;
     }
     const ReferenceAttention& impl = tessera::sdk::self<ReferenceAttention>(self);
-    if (n < 2 || total < impl.parallel_min_work)
+    if (n < 2 || total < impl.parallel_min_work) {
       return run_sequences(layer, batch, in, out, 0, n, ws, workspace_bytes, device,
                            &out->entries_scored);
+    }
     // The caller's workspace serves the calling thread; other threads keep their own.
     const std::thread::id caller = std::this_thread::get_id();
     std::atomic<int64_t> scored{0};
@@ -237,7 +271,9 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
         }
       }
     });
-    if (failure_code != TS_OK) return fail(failure_code, failure_message);
+    if (failure_code != TS_OK) {
+      return fail(failure_code, failure_message);
+    }
     out->entries_scored = scored.load();
     return ok();
   });
@@ -245,8 +281,9 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
 
 ts_status check_support(const char* options_json, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (device.type != TS_DEVICE_CPU)
+    if (device.type != TS_DEVICE_CPU) {
       return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
+    }
     int64_t parallel_min_work = 0;
     return parse_options(options_json, parallel_min_work);
   });
@@ -255,7 +292,9 @@ ts_status check_support(const char* options_json, ts_device device) {
 ts_status create(const ts_host_api* host, const char* options_json, ts_device, ts_instance** out) {
   return tessera::sdk::guarded([&]() -> ts_status {
     int64_t parallel_min_work = 0;
-    if (ts_status s = parse_options(options_json, parallel_min_work); s.code != TS_OK) return s;
+    if (ts_status s = parse_options(options_json, parallel_min_work); s.code != TS_OK) {
+      return s;
+    }
     return tessera::sdk::create_instance<ReferenceAttention>(
         out, ReferenceAttention{tessera::sdk::Logger(host, "reference"), parallel_min_work, host});
   });

@@ -16,11 +16,16 @@ namespace {
   constexpr int32_t kLanes = 8;
   double lanes[kLanes] = {};
   int32_t c = 0;
-  for (; c + kLanes <= dim; c += kLanes)
-    for (int32_t k = 0; k < kLanes; ++k) lanes[k] += q[c + k] * static_cast<double>(row[c + k]);
+  for (; c + kLanes <= dim; c += kLanes) {
+    for (int32_t k = 0; k < kLanes; ++k) {
+      lanes[k] += q[c + k] * static_cast<double>(row[c + k]);
+    }
+  }
   double dot = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
                ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-  for (; c < dim; ++c) dot += q[c] * static_cast<double>(row[c]);
+  for (; c < dim; ++c) {
+    dot += q[c] * static_cast<double>(row[c]);
+  }
   return dot;
 }
 
@@ -34,7 +39,9 @@ TS_SIMD_CLONES void attend_with_sink(const float* q, int32_t n_heads, int32_t di
   std::vector<double> acc(static_cast<size_t>(dim));  // [dim] weighted sum of the rows
   for (int32_t h = 0; h < n_heads; ++h) {
     const float* qh = q + static_cast<int64_t>(h) * dim;
-    for (int32_t c = 0; c < dim; ++c) qd[c] = qh[c];
+    for (int32_t c = 0; c < dim; ++c) {
+      qd[c] = qh[c];
+    }
     double max_logit = sink[h];  // the sink joins the softmax denominator (no value vector)
     for (int64_t j = 0; j < n_rows; ++j) {
       logit[j] = dot_double(qd.data(), rows[j], dim) * scale;
@@ -49,10 +56,14 @@ TS_SIMD_CLONES void attend_with_sink(const float* q, int32_t n_heads, int32_t di
     for (int64_t j = 0; j < n_rows; ++j) {
       const double w = logit[j];
       const float* row = rows[j];
-      for (int32_t c = 0; c < dim; ++c) acc[c] += w * row[c];
+      for (int32_t c = 0; c < dim; ++c) {
+        acc[c] += w * row[c];
+      }
     }
     float* oh = out + static_cast<int64_t>(h) * dim;
-    for (int32_t c = 0; c < dim; ++c) oh[c] = static_cast<float>(acc[c] / denom);
+    for (int32_t c = 0; c < dim; ++c) {
+      oh[c] = static_cast<float>(acc[c] / denom);
+    }
   }
 }
 

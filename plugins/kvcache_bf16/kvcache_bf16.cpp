@@ -50,14 +50,18 @@ void copy_name(char (&dst)[16], const char* src) {
 ts_status describe(ts_instance* self, int32_t stream, int32_t dim, int32_t rope_dim,
                    int32_t entries_per_page, ts_kv_layout* out) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (out == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "describe: out is null");
-    if (stream != TS_KV_MAIN && stream != TS_KV_INDEXER)
+    if (out == nullptr) {
+      return fail(TS_ERR_INVALID_ARGUMENT, "describe: out is null");
+    }
+    if (stream != TS_KV_MAIN && stream != TS_KV_INDEXER) {
       return fail(TS_ERR_INVALID_ARGUMENT, "describe: unknown stream " + std::to_string(stream));
-    if (dim <= 0 || rope_dim < 0 || rope_dim > dim || entries_per_page <= 0)
+    }
+    if (dim <= 0 || rope_dim < 0 || rope_dim > dim || entries_per_page <= 0) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "describe: need dim > 0, 0 <= rope_dim <= dim, entries_per_page > 0 (got dim " +
                       std::to_string(dim) + ", rope_dim " + std::to_string(rope_dim) +
                       ", entries_per_page " + std::to_string(entries_per_page) + ")");
+    }
     ts_kv_layout layout{};
     layout.struct_size = sizeof(ts_kv_layout);
     layout.stream = stream;
@@ -89,26 +93,36 @@ uint8_t* record(uint8_t* pool, const ts_kv_layout& l, int64_t slot) {
 
 ts_status check_call(const ts_kv_layout* layout, const int64_t* slots, int64_t n, ts_device device,
                      const void* rows, const void* pool) {
-  if (layout == nullptr || (n > 0 && (slots == nullptr || rows == nullptr || pool == nullptr)))
+  if (layout == nullptr || (n > 0 && (slots == nullptr || rows == nullptr || pool == nullptr))) {
     return fail(TS_ERR_INVALID_ARGUMENT, "layout, slots, rows or pool is null");
-  if (n < 0) return fail(TS_ERR_INVALID_ARGUMENT, "negative row count " + std::to_string(n));
-  if (device.type != TS_DEVICE_CPU)
+  }
+  if (n < 0) {
+    return fail(TS_ERR_INVALID_ARGUMENT, "negative row count " + std::to_string(n));
+  }
+  if (device.type != TS_DEVICE_CPU) {
     return fail(TS_ERR_UNSUPPORTED, "the bf16 cache plugin runs on CPU only");
-  for (int64_t i = 0; i < n; ++i)
-    if (slots[i] < 0)
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (slots[i] < 0) {
       return fail(TS_ERR_INVALID_ARGUMENT, "negative slot at index " + std::to_string(i));
+    }
+  }
   return ok();
 }
 
 ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
                 const int64_t* slots, uint8_t* pool, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = check_call(layout, slots, n, device, rows, pool); s.code != TS_OK) return s;
+    if (ts_status s = check_call(layout, slots, n, device, rows, pool); s.code != TS_OK) {
+      return s;
+    }
     const int64_t dim = layout->dim;
-    for (int64_t i = 0; i < n * dim; ++i)  // validate everything before writing anything
-      if (!std::isfinite(rows[i]))
+    for (int64_t i = 0; i < n * dim; ++i) {  // validate everything before writing anything
+      if (!std::isfinite(rows[i])) {
         return fail(TS_ERR_NUMERIC, "store: non-finite value in row " + std::to_string(i / dim) +
                                         ", channel " + std::to_string(i % dim));
+      }
+    }
     for (int64_t i = 0; i < n; ++i) {
       uint8_t* dst = record(pool, *layout, slots[i]);
       if (cache(self).fp32) {
@@ -136,7 +150,9 @@ TS_SIMD_CLONES void widen_bf16(const uint8_t* src, float* dst, int64_t dim) {
 ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* pool,
                const int64_t* slots, int64_t n, float* rows, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = check_call(layout, slots, n, device, rows, pool); s.code != TS_OK) return s;
+    if (ts_status s = check_call(layout, slots, n, device, rows, pool); s.code != TS_OK) {
+      return s;
+    }
     const int64_t dim = layout->dim;
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t* src = record(const_cast<uint8_t*>(pool), *layout, slots[i]);
@@ -151,7 +167,9 @@ ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* poo
 }
 
 ts_status check_support(const char*, ts_device device) {
-  if (device.type != TS_DEVICE_CPU) return fail(TS_ERR_UNSUPPORTED, "bf16 cache: CPU only");
+  if (device.type != TS_DEVICE_CPU) {
+    return fail(TS_ERR_UNSUPPORTED, "bf16 cache: CPU only");
+  }
   return ok();
 }
 

@@ -25,7 +25,9 @@ namespace {
 std::vector<float> logits_of_first(int batch) {
   Runtime rt(engine_test::runtime_options(0.05));
   std::vector<std::vector<int32_t>> prompts;
-  for (int s = 0; s < batch; ++s) prompts.push_back(engine_test::make_prompt(300 + s, 23 + 11 * s));
+  for (int s = 0; s < batch; ++s) {
+    prompts.push_back(engine_test::make_prompt(300 + s, 23 + 11 * s));
+  }
   std::vector<float> first;
   engine_test::forward_greedy_steps(
       rt, prompts, 5, [&](int step, const dsv4::Logits& logits, const auto& inputs) {
@@ -38,13 +40,16 @@ std::vector<float> logits_of_first(int batch) {
 
 size_t differing(const std::vector<float>& a, const std::vector<float>& b) {
   size_t n = 0;
-  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  }
   return n;
 }
 
 TEST(BatchInvariance, ASequencesLogitsAreTheSameAloneOrInABatch) {
-  if (!ops::gemm_nt_avx512_available() || std::string(ops::gemm_backend_name()) != "avx512")
+  if (!ops::gemm_nt_avx512_available() || std::string(ops::gemm_backend_name()) != "avx512") {
     GTEST_SKIP() << "needs the AVX-512 GEMM (this CPU or TESSERA_GEMM runs OpenBLAS)";
+  }
   const int threads_before = ops::compute_threads();
   ops::set_compute_threads(1);
   const std::vector<float> alone = logits_of_first(1);

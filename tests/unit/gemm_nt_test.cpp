@@ -23,7 +23,9 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
+  for (auto& x : v) {
+    x = u(rng);
+  }
   return v;
 }
 
@@ -59,8 +61,9 @@ void expect_matches_reference(int64_t rows, int64_t out, int64_t in, uint32_t se
           << "rows " << rows << " out " << out << " in " << in << " at [" << m << ", " << n
           << "], backend " << gemm_backend_name();
     }
-    for (int64_t n = out; n < ldy; ++n)
+    for (int64_t n = out; n < ldy; ++n) {
       ASSERT_EQ(y[m * ldy + n], kSentinel) << "wrote past column " << out << " in row " << m;
+    }
   }
 }
 
@@ -70,10 +73,13 @@ TEST_F(GemmTest, MatchesDoubleReferenceOnEveryShapeAndBothBackends) {
     for (const int threads : {1, 2}) {
       set_compute_threads(threads);
       uint32_t seed = 1;
-      for (const int64_t rows : {1, 2, 3, 4, 5, 7, 16, 33, 70})
-        for (const int64_t out : {1, 3, 4, 5, 17, 64, 130})
-          for (const int64_t in : {1, 15, 16, 17, 100, 512})
+      for (const int64_t rows : {1, 2, 3, 4, 5, 7, 16, 33, 70}) {
+        for (const int64_t out : {1, 3, 4, 5, 17, 64, 130}) {
+          for (const int64_t in : {1, 15, 16, 17, 100, 512}) {
             expect_matches_reference(rows, out, in, seed++);
+          }
+        }
+      }
     }
   }
 }
@@ -82,11 +88,15 @@ TEST_F(GemmTest, EmptyInnerDimensionGivesZeros) {
   std::vector<float> y(6, 7.0f);
   const float x = 0, w = 0;
   linear_strided(&x, 2, 0, 0, &w, 3, 0, y.data(), 3);
-  for (const float v : y) EXPECT_EQ(v, 0.0f);
+  for (const float v : y) {
+    EXPECT_EQ(v, 0.0f);
+  }
 }
 
 TEST_F(GemmTest, AvxKernelIsBatchInvariant) {
-  if (!gemm_nt_avx512_available()) GTEST_SKIP() << "this CPU has no AVX-512; OpenBLAS runs instead";
+  if (!gemm_nt_avx512_available()) {
+    GTEST_SKIP() << "this CPU has no AVX-512; OpenBLAS runs instead";
+  }
   constexpr int64_t kRows = 67, kOut = 203, kIn = 517;  // every tail: rows, columns, K % 16
   const auto x = random_values(kRows * kIn, 11);
   const auto w = random_values(kOut * kIn, 12);
@@ -100,14 +110,17 @@ TEST_F(GemmTest, AvxKernelIsBatchInvariant) {
   EXPECT_EQ(run(x.data(), kRows, 2), batch) << "thread split changed bits";
   for (int64_t m = 0; m < kRows; ++m) {
     const auto alone = run(x.data() + m * kIn, 1, 2);
-    for (int64_t n = 0; n < kOut; ++n)
+    for (int64_t n = 0; n < kOut; ++n) {
       ASSERT_EQ(alone[n], batch[m * kOut + n]) << "row " << m << " alone vs in a batch, col " << n;
+    }
   }
   // The same row among other neighbours (a suffix of the batch) and at another block position.
   const auto suffix = run(x.data() + 5 * kIn, kRows - 5, 2);
-  for (int64_t m = 5; m < kRows; ++m)
-    for (int64_t n = 0; n < kOut; ++n)
+  for (int64_t m = 5; m < kRows; ++m) {
+    for (int64_t n = 0; n < kOut; ++n) {
       ASSERT_EQ(suffix[(m - 5) * kOut + n], batch[m * kOut + n]) << "row " << m << " col " << n;
+    }
+  }
 }
 
 TEST_F(GemmTest, NanStaysInItsRow) {
@@ -119,10 +132,12 @@ TEST_F(GemmTest, NanStaysInItsRow) {
     x[2 * kIn + 33] = std::nanf("");
     std::vector<float> y(kRows * kOut);
     linear_strided(x.data(), kRows, kIn, kIn, w.data(), kOut, kIn, y.data(), kOut);
-    for (int64_t m = 0; m < kRows; ++m)
-      for (int64_t n = 0; n < kOut; ++n)
+    for (int64_t m = 0; m < kRows; ++m) {
+      for (int64_t n = 0; n < kOut; ++n) {
         EXPECT_EQ(std::isnan(y[m * kOut + n]), m == 2)
             << gemm_backend_name() << " row " << m << " col " << n;
+      }
+    }
   }
 }
 
@@ -136,12 +151,18 @@ TEST_F(GemmTest, ParallelForRunsEveryItemOnceFromManyCallers) {
         const int64_t items = 1 + (round * 7 + c) % 97;
         std::vector<std::atomic<int>> hits(static_cast<size_t>(items));
         parallel_for(items, 2, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
-        for (auto& h : hits) failures[static_cast<size_t>(c)] += h.load() != 1;
+        for (auto& h : hits) {
+          failures[static_cast<size_t>(c)] += h.load() != 1;
+        }
       }
     });
   }
-  for (auto& t : callers) t.join();
-  for (int c = 0; c < 4; ++c) EXPECT_EQ(failures[static_cast<size_t>(c)], 0) << "caller " << c;
+  for (auto& t : callers) {
+    t.join();
+  }
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(failures[static_cast<size_t>(c)], 0) << "caller " << c;
+  }
 }
 
 }  // namespace

@@ -47,7 +47,9 @@ double time_calls(const GemmShape& s, const std::vector<float>& x, const std::ve
 
 std::string run_gemm_bench(const GemmBenchOptions& options) {
   std::vector<ops::GemmBackend> backends = {ops::GemmBackend::kBlas};
-  if (ops::gemm_nt_avx512_available()) backends.insert(backends.begin(), ops::GemmBackend::kAuto);
+  if (ops::gemm_nt_avx512_available()) {
+    backends.insert(backends.begin(), ops::GemmBackend::kAuto);
+  }
   const int threads_before = ops::compute_threads();
   std::string table =
       "| rows x out x in | backend | threads | hot µs | hot GFLOP/s | cold µs | cold GFLOP/s | "
@@ -57,9 +59,12 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
     const size_t copies = std::max<size_t>(2, (size_t{64} << 20) / (w_size * sizeof(float)));
     std::vector<float> x(static_cast<size_t>(s.rows * s.in)), ring(w_size * copies);
     std::vector<float> y(static_cast<size_t>(s.rows * s.out));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i));
-    for (size_t i = 0; i < ring.size(); ++i)
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>(std::sin(0.37 * i));
+    }
+    for (size_t i = 0; i < ring.size(); ++i) {
       ring[i] = static_cast<float>(0.05 * std::cos(0.11 * i));
+    }
     const double flop = 2.0 * s.rows * s.out * s.in;
     for (const ops::GemmBackend backend : backends) {
       ops::set_gemm_backend(backend);

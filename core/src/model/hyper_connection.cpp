@@ -31,7 +31,9 @@ TS_SIMD_CLONES void pre_mix_token(const float* pre, const float* streams, int64_
   for (int64_t k = 0; k < n; ++k) {
     const float p = pre[k];
     const float* s = streams + k * D;
-    for (int64_t i = 0; i < D; ++i) x[i] += p * s[i];
+    for (int64_t i = 0; i < D; ++i) {
+      x[i] += p * s[i];
+    }
   }
 }
 
@@ -41,11 +43,15 @@ TS_SIMD_CLONES void post_mix_token(const float* post, const float* comb, const f
   std::copy(X, X + n * D, old);
   for (int64_t k = 0; k < n; ++k) {
     float* dst = X + k * D;
-    for (int64_t i = 0; i < D; ++i) dst[i] = post[k] * out[i];
+    for (int64_t i = 0; i < D; ++i) {
+      dst[i] = post[k] * out[i];
+    }
     for (int64_t j = 0; j < n; ++j) {
       const float w = comb[j * n + k];
       const float* src = old + j * D;
-      for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
+      for (int64_t i = 0; i < D; ++i) {
+        dst[i] += w * src[i];
+      }
     }
   }
 }
@@ -63,7 +69,9 @@ std::vector<float> mix_logits(const ModelConfig& config, const Tensor& fn, const
     for (int64_t t = first; t < last; ++t) {
       const float r =
           ops::rms_scale(streams + t * width, width, static_cast<float>(config.rms_norm_eps));
-      for (int64_t i = 0; i < rows; ++i) mix[t * rows + i] *= r;
+      for (int64_t i = 0; i < rows; ++i) {
+        mix[t * rows + i] *= r;
+      }
     }
   });
   return mix;
@@ -82,11 +90,15 @@ void sinkhorn_batched(float* __restrict c, int64_t n, int64_t T, int64_t iters, 
       std::fill(sum, sum + T, 0.0f);
       for (int64_t b = 0; b < n; ++b) {
         const float* v = columns ? at(b, a) : at(a, b);
-        for (int64_t t = 0; t < T; ++t) sum[t] += v[t];
+        for (int64_t t = 0; t < T; ++t) {
+          sum[t] += v[t];
+        }
       }
       for (int64_t b = 0; b < n; ++b) {
         float* v = columns ? at(b, a) : at(a, b);
-        for (int64_t t = 0; t < T; ++t) v[t] /= (sum[t] + eps);
+        for (int64_t t = 0; t < T; ++t) {
+          v[t] /= (sum[t] + eps);
+        }
       }
     }
   };
@@ -125,20 +137,31 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
         row_max = std::max(row_max, c[j * n + k]);
       }
       float sum = 0;
-      for (int64_t k = 0; k < n; ++k) sum += (c[j * n + k] = std::exp(c[j * n + k] - row_max));
-      for (int64_t k = 0; k < n; ++k) c[j * n + k] = c[j * n + k] / sum + eps;
+      for (int64_t k = 0; k < n; ++k) {
+        sum += (c[j * n + k] = std::exp(c[j * n + k] - row_max));
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        c[j * n + k] = c[j * n + k] / sum + eps;
+      }
     }
   }
   // comb [T, n, n] -> [n, n, T] for the batched Sinkhorn, and back.
   std::vector<float> by_entry(out.comb.size()), sums(static_cast<size_t>(tokens));
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t e = 0; e < n * n; ++e) by_entry[e * tokens + t] = out.comb[t * n * n + e];
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t e = 0; e < n * n; ++e) {
+      by_entry[e * tokens + t] = out.comb[t * n * n + e];
+    }
+  }
   sinkhorn_batched(by_entry.data(), n, tokens, config.hc_sinkhorn_iters, eps, sums.data());
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t e = 0; e < n * n; ++e) out.comb[t * n * n + e] = by_entry[e * tokens + t];
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t e = 0; e < n * n; ++e) {
+      out.comb[t * n * n + e] = by_entry[e * tokens + t];
+    }
+  }
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t)
+    for (int64_t t = first; t < last; ++t) {
       pre_mix_token(out.pre.data() + t * n, streams + t * n * D, n, D, x_in + t * D);
+    }
   });
   return out;
 }
@@ -148,9 +171,10 @@ void hc_post(const ModelConfig& config, const HcMix& mix, const float* block_out
   const int64_t n = config.hc_mult, D = config.hidden_size;
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
     std::vector<float> old(static_cast<size_t>(n * D));
-    for (int64_t t = first; t < last; ++t)
+    for (int64_t t = first; t < last; ++t) {
       post_mix_token(mix.post.data() + t * n, mix.comb.data() + t * n * n, block_out + t * D, n, D,
                      streams + t * n * D, old.data());
+    }
   });
 }
 
@@ -166,7 +190,9 @@ void hc_head(const ModelConfig& config, const ModelWeights& weights, const float
       const float pre = sigmoid(mix[t * n + k] * scale + weights.hc_head_base.data[k]) +
                         static_cast<float>(config.hc_eps);
       const float* s = streams + (t * n + k) * D;
-      for (int64_t i = 0; i < D; ++i) out[i] += pre * s[i];
+      for (int64_t i = 0; i < D; ++i) {
+        out[i] += pre * s[i];
+      }
     }
   }
 }

@@ -64,9 +64,13 @@ class Helper {
   // After the owner's own share: returns at once when the helper had not started the job (it
   // never will), else when it has finished.
   void finish() {
-    if (claim_.exchange(kOwner, std::memory_order_acq_rel) == kFree) return;
+    if (claim_.exchange(kOwner, std::memory_order_acq_rel) == kFree) {
+      return;
+    }
     const uint32_t posted = seq_.load(std::memory_order_relaxed);
-    while (done_.load(std::memory_order_acquire) != posted) cpu_relax();
+    while (done_.load(std::memory_order_acquire) != posted) {
+      cpu_relax();
+    }
   }
 
  private:
@@ -83,12 +87,17 @@ class Helper {
       const auto start = std::chrono::steady_clock::now();
       for (unsigned spins = 1; seq_.load(std::memory_order_acquire) == seen; ++spins) {
         cpu_relax();
-        if (spins % 256 == 0 && std::chrono::steady_clock::now() - start > kSpinFor)
+        if (spins % 256 == 0 && std::chrono::steady_clock::now() - start > kSpinFor) {
           seq_.wait(seen, std::memory_order_acquire);
+        }
       }
       seen = seq_.load(std::memory_order_acquire);
-      if (stop_.load(std::memory_order_acquire)) return;
-      if (claim_.exchange(kHelper, std::memory_order_acq_rel) != kFree) continue;  // taken back
+      if (stop_.load(std::memory_order_acquire)) {
+        return;
+      }
+      if (claim_.exchange(kHelper, std::memory_order_acq_rel) != kFree) {
+        continue;  // taken back
+      }
       // Claimed: the owner cannot post again until done_, so this is the current job.
       seen = seq_.load(std::memory_order_acquire);
       fn_.call(fn_.ctx, part_);
@@ -130,18 +139,23 @@ void parallel_for(int64_t items, int threads, ItemFn body) {
   auto drain = [](const void* ctx, int /*part*/) {
     auto& s = *static_cast<Shared*>(const_cast<void*>(ctx));
     for (int64_t i = s.next.fetch_add(1, std::memory_order_relaxed); i < s.items;
-         i = s.next.fetch_add(1, std::memory_order_relaxed))
+         i = s.next.fetch_add(1, std::memory_order_relaxed)) {
       s.body.call(s.body.ctx, i);
+    }
   };
   const int helpers_needed =
       static_cast<int>(std::clamp<int64_t>(items, 1, std::max(1, threads))) - 1;
   auto& helpers = my_helpers();
-  while (static_cast<int>(helpers.size()) < helpers_needed)
+  while (static_cast<int>(helpers.size()) < helpers_needed) {
     helpers.push_back(std::make_unique<Helper>());
-  for (int h = 0; h < helpers_needed; ++h)
+  }
+  for (int h = 0; h < helpers_needed; ++h) {
     helpers[static_cast<size_t>(h)]->post(PartFn{drain, &shared}, h + 1);
+  }
   drain(&shared, 0);
-  for (int h = 0; h < helpers_needed; ++h) helpers[static_cast<size_t>(h)]->finish();
+  for (int h = 0; h < helpers_needed; ++h) {
+    helpers[static_cast<size_t>(h)]->finish();
+  }
 }
 
 }  // namespace tessera::ops

@@ -61,13 +61,17 @@ TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr,
                                  const NextChunk& next) {
   __m512 acc[kRows][4];
 #pragma GCC unroll 6
-  for (auto& row : acc)
-    for (auto& a : row) a = _mm512_setzero_ps();
+  for (auto& row : acc) {
+    for (auto& a : row) {
+      a = _mm512_setzero_ps();
+    }
+  }
   int64_t k = 0;
   for (int64_t step = 0; k + kLanes <= K; k += kLanes, ++step) {
     if (next.rows != nullptr && step % next.period == next.phase) {
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < 4; ++j) {
         _mm_prefetch(reinterpret_cast<const char*>(next.rows + j * next.ldw + k), _MM_HINT_T1);
+      }
     }
     const __m512 w0 = _mm512_loadu_ps(wr[0] + k), w1 = _mm512_loadu_ps(wr[1] + k);
     const __m512 w2 = _mm512_loadu_ps(wr[2] + k), w3 = _mm512_loadu_ps(wr[3] + k);
@@ -97,11 +101,17 @@ TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr,
   }
   __m512 rows[kRows];
 #pragma GCC unroll 6
-  for (int i = 0; i < MR; ++i) rows[i] = fold4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+  for (int i = 0; i < MR; ++i) {
+    rows[i] = fold4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+  }
   const __m512 zero = _mm512_setzero_ps();
-  for (int i = MR; i < kRows; ++i) rows[i] = zero;
+  for (int i = MR; i < kRows; ++i) {
+    rows[i] = zero;
+  }
   BlockSums out{fold_lanes(rows[0], rows[1], rows[2], rows[3]), zero};
-  if constexpr (MR > 4) out.hi = fold_lanes(rows[4], rows[5], zero, zero);
+  if constexpr (MR > 4) {
+    out.hi = fold_lanes(rows[4], rows[5], zero, zero);
+  }
   return out;
 }
 
@@ -118,15 +128,20 @@ TS_AVX512 inline void store4(__m512 sums, float* y, int64_t ldy, int rows, int n
   }
   alignas(64) float tmp[kLanes];
   _mm512_store_ps(tmp, sums);
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < nr; ++j) y[i * ldy + j] = tmp[i * 4 + j];
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < nr; ++j) {
+      y[i * ldy + j] = tmp[i * 4 + j];
+    }
+  }
 }
 
 TS_AVX512 void store_block(const BlockSums& sums, float* y, int64_t ldy, int64_t m0, int mr,
                            int64_t n0, int nr) {
   float* dst = y + m0 * ldy + n0;
   store4(sums.lo, dst, ldy, std::min(mr, 4), nr);
-  if (mr > 4) store4(sums.hi, dst + 4 * ldy, ldy, mr - 4, nr);
+  if (mr > 4) {
+    store4(sums.hi, dst + 4 * ldy, ldy, mr - 4, nr);
+  }
 }
 
 // Loop tiling (per thread): a chunk of W (cols_per_chunk rows of W) stays in L1/L2 while every
@@ -135,7 +150,7 @@ TS_AVX512 void store_block(const BlockSums& sums, float* y, int64_t ldy, int64_t
 // a chunk is ~128 KiB (L2, reused by many passes); with few it is ~32 KiB, so the next chunk's
 // prefetch (NextChunk) starts early and the first, unprefetched one costs little.
 int64_t cols_per_chunk_for(int64_t rows, int64_t K) {
-  const int64_t budget = rows > 32 ? 128 * 1024 : 32 * 1024;
+  const int64_t budget = int64_t{1024} * (rows > 32 ? 128 : 32);
   const int64_t cols = budget / (K * static_cast<int64_t>(sizeof(float)));
   return std::clamp<int64_t>(cols / kBlock * kBlock, kBlock, 1024);
 }
@@ -192,11 +207,15 @@ TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
       for (int64_t m0 = mc; m0 < mc_end; m0 += kRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kRows, mc_end - m0));
         const float* xr[kRows];
-        for (int i = 0; i < kRows; ++i) xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
+        for (int i = 0; i < kRows; ++i) {
+          xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
+        }
         for (int64_t n0 = nc; n0 < nc_end; n0 += kBlock) {
           const int nr = static_cast<int>(std::min(kBlock, nc_end - n0));
           const float* wr[4];  // a short last block repeats its last row; those sums are dropped
-          for (int j = 0; j < 4; ++j) wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
+          for (int j = 0; j < 4; ++j) {
+            wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
+          }
           NextChunk next;
           if (passes == 1 && n0 + kSinglePassAhead < n_end) {  // decode rows: stream ahead
             next.rows = a.w + std::min(n0 + kSinglePassAhead, n_end - 4) * a.ldw;

@@ -17,7 +17,7 @@ namespace {
 
 // Work is shared in items of at least this many multiply-adds (a few microseconds: an item costs
 // one atomic increment, a helper's hand-off about a microsecond).
-constexpr int64_t kMinMaddsPerItem = 64 * 1024;
+constexpr int64_t kMinMaddsPerItem = int64_t{64} * 1024;
 // Two items per thread: a late helper costs at most half a share, and each item is long enough
 // that most of its chunks are prefetched (measured on the 50m step: 1, 2, 4 per thread ->
 // 24.7-26.2, 24.6-24.9, 25.6-28.3 ms).
@@ -25,7 +25,9 @@ constexpr int64_t kItemsPerThread = 2;
 
 GemmBackend initial_backend() {
   const char* env = std::getenv("TESSERA_GEMM");
-  if (env != nullptr && std::string_view(env) == "blas") return GemmBackend::kBlas;
+  if (env != nullptr && std::string_view(env) == "blas") {
+    return GemmBackend::kBlas;
+  }
   return GemmBackend::kAuto;
 }
 
@@ -50,8 +52,9 @@ void linear_avx512(GemmNtArgs a) {
   thread_local std::vector<float> packed_x;
   if (a.rows > 1 && a.ldx != a.in) {
     packed_x.resize(static_cast<size_t>(a.rows * a.in));
-    for (int64_t m = 0; m < a.rows; ++m)
+    for (int64_t m = 0; m < a.rows; ++m) {
       std::copy_n(a.x + m * a.ldx, a.in, packed_x.begin() + m * a.in);
+    }
     a.x = packed_x.data();
     a.ldx = a.in;
   }
@@ -61,7 +64,9 @@ void linear_avx512(GemmNtArgs a) {
   // blocks instead.
   const int threads = compute_threads();
   int64_t unit = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
-  if ((a.out + unit - 1) / unit < threads) unit = 4;
+  if ((a.out + unit - 1) / unit < threads) {
+    unit = 4;
+  }
   const int64_t units = (a.out + unit - 1) / unit;
   const int64_t items = std::clamp<int64_t>(
       std::min<int64_t>(std::max<int64_t>(units / 2, std::min<int64_t>(units, threads)),
@@ -88,10 +93,14 @@ const char* gemm_backend_name() {
 
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
                     int64_t out, int64_t ldw, float* y, int64_t ldy) {
-  if (rows == 0 || out == 0) return;
+  if (rows == 0 || out == 0) {
+    return;
+  }
   const GemmNtArgs args{x, rows, in, ldx, w, out, ldw, y, ldy};
   if (in == 0) {
-    for (int64_t m = 0; m < rows; ++m) std::fill_n(y + m * ldy, out, 0.0f);
+    for (int64_t m = 0; m < rows; ++m) {
+      std::fill_n(y + m * ldy, out, 0.0f);
+    }
     return;
   }
   if (g_backend.load(std::memory_order_relaxed) == GemmBackend::kAuto &&

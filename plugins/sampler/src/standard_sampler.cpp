@@ -36,7 +36,9 @@ void StandardSampler::sample_on_own_pool(const ts_sampler_row* rows, int32_t n_r
                                          ts_sampler_result* results) {
   pool_.run(n_rows, [&](int64_t row, int worker) {
     RowError error = sample_row(rows[row], vocab, results[row], workspaces_[worker]);
-    if (error.failed()) record_failure(failures_[worker], row, std::move(error));
+    if (error.failed()) {
+      record_failure(failures_[worker], row, std::move(error));
+    }
   });
 }
 
@@ -54,7 +56,9 @@ void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, int32_t
       results[row].token = -1;
       error = RowError{TS_ERR_INTERNAL, "sampling failed: unknown exception"};
     }
-    if (!error.failed()) return;
+    if (!error.failed()) {
+      return;
+    }
     const std::lock_guard lock(failures_mutex_);
     record_failure(failures_[0], row, std::move(error));
   });
