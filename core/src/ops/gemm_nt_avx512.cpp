@@ -156,7 +156,7 @@ int64_t cols_per_chunk_for(int64_t rows, int64_t K) {
 }
 
 int64_t rows_per_chunk(int64_t K) {
-  constexpr int64_t kL2BudgetX = 256 * 1024;
+  constexpr int64_t kL2BudgetX = int64_t{256} * 1024;
   const int64_t rows = kL2BudgetX / (K * static_cast<int64_t>(sizeof(float)));
   return std::clamp<int64_t>(rows / kRows * kRows, kRows, 252);
 }
