@@ -165,5 +165,19 @@ TEST_F(GemmTest, ParallelForRunsEveryItemOnceFromManyCallers) {
   }
 }
 
+// Many tiny jobs in a row: the owner often finishes both items before its helper wakes and takes
+// the job back; a helper that read an old job number must never run (or wait for) a newer one.
+// A protocol race here shows up as a hang (CTest's timeout) or a miscount.
+TEST_F(GemmTest, ParallelForSurvivesRapidTinyJobs) {
+  set_compute_threads(2);
+  int64_t total = 0;
+  for (int round = 0; round < 200000; ++round) {
+    std::atomic<int64_t> sum{0};
+    parallel_for(2, 2, [&](int64_t i) { sum.fetch_add(i + 1); });
+    total += sum.load();
+  }
+  EXPECT_EQ(total, int64_t{3} * 200000);
+}
+
 }  // namespace
 }  // namespace tessera::ops

@@ -12,8 +12,10 @@
 // Plus chi-square checks of large-vocabulary draws against the exact softmax, top_p = 1 and < 1.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -37,7 +39,9 @@ double reference_uniform(uint64_t seed, uint64_t counter) {
 }
 
 // The scalar path on penalty-free logits: top-k by the k-th largest value (ties kept), weights
-// expf((l - max) / T) in float, min-p as "w < min_p drops", inverse CDF in token order.
+// expf((l - max) / T) in float, top-p as "walking the weights from the largest down, the first
+// whose cumulative mass reaches top_p * total is the boundary; w < boundary drops" (by a full
+// sort), min-p as "w < min_p drops", inverse CDF in token order.
 int32_t scalar_reference(const std::vector<float>& logits, const ts_sampling_params& p,
                          uint64_t counter) {
   std::vector<float> l = logits;
@@ -51,10 +55,29 @@ int32_t scalar_reference(const std::vector<float>& logits, const ts_sampling_par
   }
   const float l_max = *std::max_element(l.begin(), l.end());
   std::vector<float> w(l.size());
-  for (size_t i = 0; i < l.size(); ++i) {
+  for (size_t i = 0; i < l.size(); ++i)
     w[i] = std::isinf(l[i]) ? 0.0f : std::exp((l[i] - l_max) / p.temperature);
-    if (p.min_p > 0.0f && w[i] < p.min_p) w[i] = 0.0f;
+  if (p.top_p < 1.0f) {
+    double mass = 0.0;
+    for (const float x : w) mass += x;
+    std::vector<float> sorted = w;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    double cumulative = 0.0;
+    float boundary = 0.0f;
+    for (size_t i = 0; i < sorted.size();) {
+      size_t j = i;  // equal weights count together
+      for (; j < sorted.size() && sorted[j] == sorted[i]; ++j) cumulative += sorted[j];
+      if (cumulative >= p.top_p * mass) {
+        boundary = sorted[i];
+        break;
+      }
+      i = j;
+    }
+    for (float& x : w)
+      if (x < boundary) x = 0.0f;
   }
+  for (float& x : w)
+    if (p.min_p > 0.0f && x < p.min_p) x = 0.0f;
   double total = 0.0;
   for (const float x : w) total += x;
   const double target = reference_uniform(p.seed, counter) * total;
@@ -142,6 +165,53 @@ TEST(SamplerFastPath, SameTokensAsTheScalarPathOnRandomRows) {
     }
   }
   EXPECT_EQ(rows_checked, 900);
+}
+
+// Top-p rows take the vectorised path too (certified_top_p.*): the kept set and the draw must be
+// the scalar path's, on flat rows (most of a 16k vocabulary in the nucleus) and peaked ones, with
+// top-k and min-p on top, and on a small and a DeepSeek-size vocabulary.
+TEST(SamplerFastPath, TopPSameTokensAsTheScalarPath) {
+  const PluginInstance sampler = make_sampler(2);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  struct Setting {
+    int32_t vocab;
+    float temperature, scale, top_p, min_p;
+    int32_t top_k;
+  };
+  const Setting settings[] = {
+      {16384, 1.0f, 0.3f, 0.95f, 0.0f, 0},  {16384, 0.6f, 1.0f, 0.95f, 0.0f, 0},
+      {16384, 1.0f, 3.0f, 0.9f, 0.0f, 0},   {16384, 1.3f, 1.0f, 0.5f, 0.02f, 0},
+      {16384, 0.8f, 2.0f, 0.99f, 0.0f, 40}, {512, 1.0f, 1.0f, 0.95f, 0.0f, 0},
+      {129280, 1.0f, 2.0f, 0.95f, 0.0f, 0}};
+  int rows_checked = 0;
+  for (const Setting& s : settings) {
+    std::vector<std::vector<float>> rows;
+    std::vector<ts_sampling_params> params;
+    std::vector<uint64_t> counters;
+    const int n_rows = s.vocab > 20000 ? 20 : 150;
+    for (int r = 0; r < n_rows; ++r) {
+      std::vector<float> l(static_cast<size_t>(s.vocab));
+      for (float& x : l) x = s.scale * normal(rng);
+      if (r % 10 == 0) l[static_cast<size_t>(r) % l.size()] = l[0];  // a tie now and then
+      rows.push_back(std::move(l));
+      ts_sampling_params p = plain_params(rng());
+      p.temperature = s.temperature;
+      p.top_p = s.top_p;
+      p.min_p = s.min_p;
+      p.top_k = s.top_k;
+      params.push_back(p);
+      counters.push_back(rng() % 1000);
+    }
+    const auto tokens = plugin_tokens(sampler, rows, params, counters);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_EQ(tokens[i], scalar_reference(rows[i], params[i], counters[i]))
+          << "vocab " << s.vocab << " T " << s.temperature << " scale " << s.scale << " top_p "
+          << s.top_p << " min_p " << s.min_p << " top_k " << s.top_k << " row " << i;
+      ++rows_checked;
+    }
+  }
+  EXPECT_EQ(rows_checked, 6 * 150 + 20);
 }
 
 TEST(SamplerFastPath, SameTokensAsTheScalarPathOnCloseCalls) {

@@ -26,6 +26,9 @@ void add_engine_bench_command(CLI::App& app) {
   cmd->add_flag("--prefix-cache", o->prefix_cache, "turn the prefix cache on");
   cmd->add_option("--memory-gib", o->memory_gib, "kv cache")->capture_default_str();
   cmd->add_option("--temperature", o->temperature)->capture_default_str();
+  cmd->add_option("--top-p", o->top_p, "nucleus sampling (1: off)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_option("--plugin-dir", o->plugin_dir, "extra plugin directory");
   cmd->callback([o] {
     const auto rows = engine::run_engine_bench(*o);

@@ -99,6 +99,7 @@ EngineBenchRow run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const Eng
     r.max_tokens = o.output_tokens;
     r.ignore_eos = true;
     r.sampling.temperature = o.temperature;
+    r.sampling.top_p = o.top_p;
     r.sampling.seed = static_cast<uint64_t>(index);
     const auto at = Clock::now();
     const uint64_t id = engine.submit(std::move(r), on_event);
@@ -184,9 +185,10 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
 std::string format_engine_bench(const EngineBenchOptions& o,
                                 const std::vector<EngineBenchRow>& rows) {
   std::string s = fmt::format(
-      "engine bench: {}, prompt {} + output {} tokens, tp {}, prefix cache {}, temperature {}\n\n",
+      "engine bench: {}, prompt {} + output {} tokens, tp {}, prefix cache {}, temperature {}, "
+      "top_p {}\n\n",
       o.model_dir.empty() ? "preset " + o.preset : o.model_dir, o.prompt_tokens, o.output_tokens,
-      o.tensor_parallel, o.prefix_cache ? "on" : "off", o.temperature);
+      o.tensor_parallel, o.prefix_cache ? "on" : "off", o.temperature, o.top_p);
   s += "| concurrency | requests | output tok/s | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 "
        "ms | steps | tokens/step | step ms | host µs/step (schedule + sample + output) | host % "
        "|\n";

@@ -24,6 +24,7 @@ struct EngineBenchOptions {
   bool prefix_cache = false;
   double memory_gib = 0.5;
   double temperature = 1.0;
+  double top_p = 1.0;  // 1: off (the sampler's vectorised path); < 1: its scalar top-p path
 };
 
 struct EngineBenchRow {

@@ -38,10 +38,12 @@ inline void cpu_relax() {
 // at most this long after its last step.
 constexpr auto kSpinFor = std::chrono::milliseconds(1);
 
-// One helper thread. The owner posts a job (post), works on it itself, then either takes the job
-// back before the helper started it (cancel) or waits for the helper to finish (wait). A job's
-// context lives on the owner's stack: the helper touches it only after claiming the job, and the
-// owner never returns while a claimed job runs.
+// One helper thread. The owner posts job s (post), works on it itself, then either takes job s
+// back before the helper started it or waits for the helper to finish it (finish). Whoever moves
+// `claimed_` from s - 1 to s (one compare-exchange) runs job s; `claimed_` only grows, so a
+// helper that read an old job number can never claim a newer job by mistake, nor an older one
+// twice. A job's context lives on the owner's stack: the helper reads it only after claiming,
+// and the owner never returns while a claimed job runs.
 class Helper {
  public:
   Helper() : thread_([this] { loop(); }) {}
@@ -49,65 +51,54 @@ class Helper {
   Helper& operator=(const Helper&) = delete;
   ~Helper() {
     stop_.store(true, std::memory_order_release);
-    claim_.store(kFree, std::memory_order_release);
-    bump();
+    posted_.fetch_add(1, std::memory_order_release);
+    posted_.notify_one();
     thread_.join();
   }
 
   void post(PartFn fn, int part) {
     fn_ = fn;
     part_ = part;
-    claim_.store(kFree, std::memory_order_relaxed);
-    bump();  // release: the helper sees fn_, part_ and claim_ with the new sequence number
+    // release: a helper that reads this job number sees fn_ and part_
+    posted_.store(posted_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    posted_.notify_one();
   }
 
   // After the owner's own share: returns at once when the helper had not started the job (it
   // never will), else when it has finished.
   void finish() {
-    if (claim_.exchange(kOwner, std::memory_order_acq_rel) == kFree) {
-      return;
-    }
-    const uint32_t posted = seq_.load(std::memory_order_relaxed);
-    while (done_.load(std::memory_order_acquire) != posted) {
-      cpu_relax();
-    }
+    const uint32_t job = posted_.load(std::memory_order_relaxed);
+    uint32_t expected = job - 1;
+    if (claimed_.compare_exchange_strong(expected, job, std::memory_order_acq_rel)) return;
+    while (done_.load(std::memory_order_acquire) != job) cpu_relax();
   }
 
  private:
-  static constexpr uint32_t kFree = 0, kHelper = 1, kOwner = 2;
-
-  void bump() {
-    seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-    seq_.notify_one();
-  }
-
   void loop() {
     uint32_t seen = 0;
     for (;;) {
       const auto start = std::chrono::steady_clock::now();
-      for (unsigned spins = 1; seq_.load(std::memory_order_acquire) == seen; ++spins) {
+      for (unsigned spins = 1; posted_.load(std::memory_order_acquire) == seen; ++spins) {
         cpu_relax();
         if (spins % 256 == 0 && std::chrono::steady_clock::now() - start > kSpinFor) {
-          seq_.wait(seen, std::memory_order_acquire);
+          posted_.wait(seen, std::memory_order_acquire);
         }
       }
-      seen = seq_.load(std::memory_order_acquire);
-      if (stop_.load(std::memory_order_acquire)) {
-        return;
+      if (stop_.load(std::memory_order_acquire)) return;
+      const uint32_t job = posted_.load(std::memory_order_acquire);
+      seen = job;
+      uint32_t expected = job - 1;
+      if (!claimed_.compare_exchange_strong(expected, job, std::memory_order_acq_rel)) {
+        continue;  // the owner took it back (or a newer job is already posted: seen next turn)
       }
-      if (claim_.exchange(kHelper, std::memory_order_acq_rel) != kFree) {
-        continue;  // taken back
-      }
-      // Claimed: the owner cannot post again until done_, so this is the current job.
-      seen = seq_.load(std::memory_order_acquire);
       fn_.call(fn_.ctx, part_);
-      done_.store(seen, std::memory_order_release);
+      done_.store(job, std::memory_order_release);
     }
   }
 
-  std::atomic<uint32_t> seq_{0};         // jobs posted so far (written by the owner)
-  std::atomic<uint32_t> done_{0};        // the last job the helper finished
-  std::atomic<uint32_t> claim_{kOwner};  // who runs the current job
+  std::atomic<uint32_t> posted_{0};   // the newest job number (written by the owner)
+  std::atomic<uint32_t> claimed_{0};  // the newest job number someone runs
+  std::atomic<uint32_t> done_{0};     // the newest job the helper finished
   std::atomic<bool> stop_{false};
   PartFn fn_{};
   int part_ = 0;

@@ -4,6 +4,7 @@
 #include <span>
 
 #include "certified_draw.hpp"
+#include "certified_top_p.hpp"
 #include "counter_rng.hpp"
 #include "logprobs.hpp"
 #include "row_scan.hpp"
@@ -42,18 +43,19 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
     std::copy(raw.begin(), raw.end(), values.begin());
     apply_penalties(row, values, ws.penalties);
   }
-  if (params.top_p < 1.0f) return scalar_draw(values, params, u, ws.truncation);
-
   apply_top_k(values, params.top_k, ws.truncation.selection);  // no-op on an empty span
   const std::span<const float> logits = values.empty() ? raw : values;
   // Removed tokens are -inf, so the max of the survivors is the max of everything.
   const float l_max = values.empty() ? raw_max : scan_row(values).max;
   const std::span<float> weights = sized(ws.weights, vocab);
   fast_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
-  if (params.min_p > 0.0f) {
+  int32_t token = -1;
+  const bool top_p_kept =
+      params.top_p >= 1.0f || certified_top_p(weights, ws.sums, params.top_p, ws.top_p);
+  if (top_p_kept && params.min_p > 0.0f) {
     certified_min_p(logits, l_max, params.temperature, params.min_p, weights, ws.sums);
   }
-  const int32_t token = certified_draw(weights, ws.sums, u);
+  if (top_p_kept) token = certified_draw(weights, ws.sums, u);
   if (token >= 0) return token;
 
   if (values.empty()) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "certified_top_p.hpp"
 #include "exp_weights.hpp"
 #include "penalties.hpp"
 #include "row_validation.hpp"
@@ -23,6 +24,7 @@ struct RowWorkspace {
   std::vector<float> values;   // [vocab] penalised / top-k'd logits, then scalar-path weights
   std::vector<float> weights;  // [vocab] fast weights
   BlockWeights sums;
+  TopPScratch top_p;
   PenaltyScratch penalties;
   TruncationScratch truncation;
 };

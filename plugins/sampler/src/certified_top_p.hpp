@@ -1,0 +1,35 @@
+// Top-p (nucleus) on fast weights (exp_weights.hpp), certified to keep exactly the tokens the
+// scalar path keeps (truncation.cpp: libm expf weights, the boundary b where the descending
+// cumulative weight first reaches top_p * total, every weight < b dropped).
+//
+// The fast boundary b splits the fast weights into A (> b), B (== b) and C (< b). With the
+// per-weight bound |e_i - f_i| <= d f_i + a (exp_weights.hpp) and the rounding of either path's
+// double sums (< 4 V 2^-53 T), libm's weights keep exactly A u B when
+//   (1) every weight of A u B stays above every weight of C: b (1 - d) - a > c_max (1 + d) + a;
+//   (2) A u B holds at least top_p of the mass: lower(A u B) >= top_p * upper(T);
+//   (3) A u B without its smallest weight holds less: upper(A u B) - lower(b) < top_p * lower(T).
+// Tokens with equal logits get equal weights on both paths, so ties never break (1). When a
+// condition fails (close calls; rare on flat rows, ~never on peaked ones) the caller runs the
+// scalar path. The boundary is found from a histogram of the weights' float bits (monotonic for
+// positive floats) and a sort of the one bucket it falls in: O(V) instead of a quickselect.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "exp_weights.hpp"
+
+namespace tessera::sampler {
+
+struct TopPScratch {
+  std::vector<double> bucket_mass;  // [kTopPBuckets]
+  std::vector<float> bucket;        // the weights of the bucket holding the boundary
+};
+
+// weights: [vocab] fast weights (0: removed), sums: their block sums; top_p in (0, 1). On success
+// zeroes every weight the scalar path drops, recomputes the block sums and returns true; returns
+// false (weights untouched) when the kept set cannot be certified.
+[[nodiscard]] bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
+                                   TopPScratch& scratch);
+
+}  // namespace tessera::sampler
