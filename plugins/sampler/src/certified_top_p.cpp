@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
+
 namespace tessera::sampler {
 namespace {
 
@@ -45,6 +47,46 @@ float fast_boundary(std::span<const float> weights, double target, TopPScratch& 
   return 0.0f;
 }
 
+struct KeptStats {
+  double mass = 0.0;   // of A u B (w >= b)
+  double count = 0.0;  // |A u B|
+  float c_max = 0.0f;  // the largest weight of C (w < b), 0 if none
+};
+
+// Branch-free (the comparisons fall randomly on flat rows), 8 interleaved sums: vectorised.
+TS_SAMPLER_CLONES KeptStats kept_stats(const float* w, int64_t n, float b) {
+  constexpr int64_t kLanes = 8;
+  double mass[kLanes] = {}, count[kLanes] = {};
+  float c_max[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t k = 0; k < kLanes; ++k) {
+      const float x = w[i + k];
+      const bool kept = x >= b;
+      mass[k] += kept ? x : 0.0f;
+      count[k] += kept ? 1.0 : 0.0;
+      c_max[k] = std::max(c_max[k], kept ? 0.0f : x);
+    }
+  }
+  KeptStats s;
+  for (; i < n; ++i) {
+    const bool kept = w[i] >= b;
+    s.mass += kept ? w[i] : 0.0f;
+    s.count += kept ? 1.0 : 0.0;
+    s.c_max = std::max(s.c_max, kept ? 0.0f : w[i]);
+  }
+  for (int64_t k = 0; k < kLanes; ++k) {
+    s.mass += mass[k];
+    s.count += count[k];
+    s.c_max = std::max(s.c_max, c_max[k]);
+  }
+  return s;
+}
+
+TS_SAMPLER_CLONES void zero_below(float* w, int64_t n, float b) {
+  for (int64_t i = 0; i < n; ++i) w[i] = w[i] < b ? 0.0f : w[i];
+}
+
 }  // namespace
 
 bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
@@ -52,20 +94,10 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   const double total = sums.total;
   const float b = fast_boundary(weights, top_p * total, scratch);
   if (!(b > 0.0f)) return false;
-  // A u B's mass (4 interleaved sums: independent add chains), its size, and C's largest weight.
-  double kept_lanes[4] = {0.0, 0.0, 0.0, 0.0};
-  double n_kept = 0.0;
-  float c_max = 0.0f;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const float w = weights[i];
-    if (w >= b) {
-      kept_lanes[i % 4] += w;
-      n_kept += 1.0;
-    } else if (w > c_max) {
-      c_max = w;
-    }
-  }
-  const double kept_mass = (kept_lanes[0] + kept_lanes[1]) + (kept_lanes[2] + kept_lanes[3]);
+  const auto n = static_cast<int64_t>(weights.size());
+  const KeptStats kept = kept_stats(weights.data(), n, b);
+  const double kept_mass = kept.mass, n_kept = kept.count;
+  const float c_max = kept.c_max;
   const double d = kWeightRelError, a = kWeightAbsError;
   const auto vocab = static_cast<double>(weights.size());
   const double rounding = 4.0 * vocab * 0x1.0p-53 * total;
@@ -77,9 +109,7 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   const bool enough = kept_lower >= top_p * (total + total_error);              // (2)
   const bool minimal = kept_upper - b_lower < top_p * (total - total_error);    // (3)
   if (!(separated && enough && minimal)) return false;
-  for (float& w : weights) {
-    if (w < b) w = 0.0f;
-  }
+  zero_below(weights.data(), n, b);
   sum_weight_blocks(weights, sums);
   return true;
 }
