@@ -17,20 +17,37 @@ constexpr size_t kTopPBuckets = size_t{1} << (31 - kBucketShift);
 
 size_t bucket_of(float w) { return std::bit_cast<uint32_t>(w) >> kBucketShift; }
 
-// The fast boundary: the weight at which the descending cumulative weight first reaches target
-// (ties grouped). Returns 0 when rounding leaves the target unreached.
-float fast_boundary(std::span<const float> weights, double target, TopPScratch& s) {
+// The fast boundary b: the weight at which the descending cumulative weight first reaches target
+// (ties grouped), with what certification needs of the split it makes, all from one pass over
+// the weights (a histogram of mass, count and largest weight per bucket) and a sort of the one
+// bucket the boundary falls in. b = 0 when rounding leaves the target unreached.
+struct FastBoundary {
+  float b = 0.0f;
+  double kept_mass = 0.0;  // of A u B (w >= b)
+  double n_kept = 0.0;     // |A u B|
+  float c_max = 0.0f;      // the largest weight of C (w < b), 0 if none
+};
+
+FastBoundary fast_boundary(std::span<const float> weights, double target, TopPScratch& s) {
   s.bucket_mass.assign(kTopPBuckets, 0.0);
+  s.bucket_count.assign(kTopPBuckets, 0);
+  s.bucket_max.assign(kTopPBuckets, 0.0f);
   for (const float w : weights) {
-    if (w > 0.0f) s.bucket_mass[bucket_of(w)] += w;
+    if (!(w > 0.0f)) continue;
+    const size_t k = bucket_of(w);
+    s.bucket_mass[k] += w;
+    ++s.bucket_count[k];
+    s.bucket_max[k] = std::max(s.bucket_max[k], w);
   }
-  double above = 0.0;
+  FastBoundary out;
+  double above = 0.0, above_count = 0.0;
   size_t k = kTopPBuckets;
   while (k-- > 0) {
     if (above + s.bucket_mass[k] >= target) break;
     above += s.bucket_mass[k];
+    above_count += s.bucket_count[k];
   }
-  if (k >= kTopPBuckets) return 0.0f;  // wrapped: never reached
+  if (k >= kTopPBuckets) return out;  // wrapped: never reached
   s.bucket.clear();
   for (const float w : weights) {
     if (w > 0.0f && bucket_of(w) == k) s.bucket.push_back(w);
@@ -40,47 +57,26 @@ float fast_boundary(std::span<const float> weights, double target, TopPScratch& 
     size_t j = i;  // the group of equal weights [i, j)
     double group = 0.0;
     for (; j < s.bucket.size() && s.bucket[j] == s.bucket[i]; ++j) group += s.bucket[j];
-    if (above + group >= target) return s.bucket[i];
+    if (above + group >= target) {
+      out.b = s.bucket[i];
+      out.kept_mass = above + group;
+      out.n_kept = above_count + static_cast<double>(j);
+      if (j < s.bucket.size()) {
+        out.c_max = s.bucket[j];  // the next smaller weight, same bucket
+      } else {
+        for (size_t lower = k; lower-- > 0;) {  // else the highest non-empty bucket below
+          if (s.bucket_count[lower] > 0) {
+            out.c_max = s.bucket_max[lower];
+            break;
+          }
+        }
+      }
+      return out;
+    }
     above += group;
     i = j;
   }
-  return 0.0f;
-}
-
-struct KeptStats {
-  double mass = 0.0;   // of A u B (w >= b)
-  double count = 0.0;  // |A u B|
-  float c_max = 0.0f;  // the largest weight of C (w < b), 0 if none
-};
-
-// Branch-free (the comparisons fall randomly on flat rows), 8 interleaved sums: vectorised.
-TS_SAMPLER_CLONES KeptStats kept_stats(const float* w, int64_t n, float b) {
-  constexpr int64_t kLanes = 8;
-  double mass[kLanes] = {}, count[kLanes] = {};
-  float c_max[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t k = 0; k < kLanes; ++k) {
-      const float x = w[i + k];
-      const bool kept = x >= b;
-      mass[k] += kept ? x : 0.0f;
-      count[k] += kept ? 1.0 : 0.0;
-      c_max[k] = std::max(c_max[k], kept ? 0.0f : x);
-    }
-  }
-  KeptStats s;
-  for (; i < n; ++i) {
-    const bool kept = w[i] >= b;
-    s.mass += kept ? w[i] : 0.0f;
-    s.count += kept ? 1.0 : 0.0;
-    s.c_max = std::max(s.c_max, kept ? 0.0f : w[i]);
-  }
-  for (int64_t k = 0; k < kLanes; ++k) {
-    s.mass += mass[k];
-    s.count += count[k];
-    s.c_max = std::max(s.c_max, c_max[k]);
-  }
-  return s;
+  return out;
 }
 
 TS_SAMPLER_CLONES void zero_below(float* w, int64_t n, float b) {
@@ -92,12 +88,11 @@ TS_SAMPLER_CLONES void zero_below(float* w, int64_t n, float b) {
 bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
                      TopPScratch& scratch) {
   const double total = sums.total;
-  const float b = fast_boundary(weights, top_p * total, scratch);
+  const FastBoundary fb = fast_boundary(weights, top_p * total, scratch);
+  const float b = fb.b;
   if (!(b > 0.0f)) return false;
-  const auto n = static_cast<int64_t>(weights.size());
-  const KeptStats kept = kept_stats(weights.data(), n, b);
-  const double kept_mass = kept.mass, n_kept = kept.count;
-  const float c_max = kept.c_max;
+  const double kept_mass = fb.kept_mass, n_kept = fb.n_kept;
+  const float c_max = fb.c_max;
   const double d = kWeightRelError, a = kWeightAbsError;
   const auto vocab = static_cast<double>(weights.size());
   const double rounding = 4.0 * vocab * 0x1.0p-53 * total;
@@ -109,7 +104,7 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   const bool enough = kept_lower >= top_p * (total + total_error);              // (2)
   const bool minimal = kept_upper - b_lower < top_p * (total - total_error);    // (3)
   if (!(separated && enough && minimal)) return false;
-  zero_below(weights.data(), n, b);
+  zero_below(weights.data(), static_cast<int64_t>(weights.size()), b);
   sum_weight_blocks(weights, sums);
   return true;
 }

@@ -14,6 +14,7 @@
 // positive floats) and a sort of the one bucket it falls in: O(V) instead of a quickselect.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -22,8 +23,10 @@
 namespace tessera::sampler {
 
 struct TopPScratch {
-  std::vector<double> bucket_mass;  // [kTopPBuckets]
-  std::vector<float> bucket;        // the weights of the bucket holding the boundary
+  std::vector<double> bucket_mass;    // [4096] per bucket of float bits: mass,
+  std::vector<int32_t> bucket_count;  // count
+  std::vector<float> bucket_max;      // and largest weight
+  std::vector<float> bucket;          // the weights of the bucket holding the boundary
 };
 
 // weights: [vocab] fast weights (0: removed), sums: their block sums; top_p in (0, 1). On success
