@@ -127,11 +127,37 @@ std::vector<int32_t> plugin_tokens(const PluginInstance& sampler,
   return tokens;
 }
 
+// n random rows of `vocab` N(0, scale^2) logits, each with its own seed and counter; `base` gives
+// the sampling settings. Every tenth row copies logit 0 somewhere (a tie) when `ties` is set.
+struct RandomRows {
+  std::vector<std::vector<float>> rows;
+  std::vector<ts_sampling_params> params;
+  std::vector<uint64_t> counters;
+};
+RandomRows random_rows(std::mt19937_64& rng, int32_t vocab, int n, float scale,
+                       const ts_sampling_params& base, bool ties) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  RandomRows out;
+  for (int r = 0; r < n; ++r) {
+    std::vector<float> l(static_cast<size_t>(vocab));
+    for (float& x : l) x = scale * normal(rng);
+    if (ties && r % 10 == 0) l[static_cast<size_t>(r) % l.size()] = l[0];
+    out.rows.push_back(std::move(l));
+    ts_sampling_params p = plain_params(rng());
+    p.temperature = base.temperature;
+    p.top_p = base.top_p;
+    p.min_p = base.min_p;
+    p.top_k = base.top_k;
+    out.params.push_back(p);
+    out.counters.push_back(rng() % 1000);
+  }
+  return out;
+}
+
 TEST(SamplerFastPath, SameTokensAsTheScalarPathOnRandomRows) {
   constexpr int32_t kVocab = 16384;
   const PluginInstance sampler = make_sampler(2);
   std::mt19937_64 rng(42);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   struct Setting {
     float temperature, scale, min_p;
     int32_t top_k;
@@ -142,20 +168,11 @@ TEST(SamplerFastPath, SameTokensAsTheScalarPathOnRandomRows) {
                               {0.8f, 4.0f, 0.01f, 50}, {1e-3f, 1.0f, 0.0f, 0}};
   int rows_checked = 0;
   for (const Setting& s : settings) {
-    std::vector<std::vector<float>> rows;
-    std::vector<ts_sampling_params> params;
-    std::vector<uint64_t> counters;
-    for (int r = 0; r < 150; ++r) {
-      std::vector<float> l(kVocab);
-      for (float& x : l) x = s.scale * normal(rng);
-      rows.push_back(std::move(l));
-      ts_sampling_params p = plain_params(rng());
-      p.temperature = s.temperature;
-      p.min_p = s.min_p;
-      p.top_k = s.top_k;
-      params.push_back(p);
-      counters.push_back(rng() % 1000);
-    }
+    ts_sampling_params base = plain_params(0);
+    base.temperature = s.temperature;
+    base.min_p = s.min_p;
+    base.top_k = s.top_k;
+    const auto [rows, params, counters] = random_rows(rng, kVocab, 150, s.scale, base, false);
     const auto tokens = plugin_tokens(sampler, rows, params, counters);
     for (size_t i = 0; i < rows.size(); ++i) {
       ASSERT_EQ(tokens[i], scalar_reference(rows[i], params[i], counters[i]))
@@ -173,7 +190,6 @@ TEST(SamplerFastPath, SameTokensAsTheScalarPathOnRandomRows) {
 TEST(SamplerFastPath, TopPSameTokensAsTheScalarPath) {
   const PluginInstance sampler = make_sampler(2);
   std::mt19937_64 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   struct Setting {
     int32_t vocab;
     float temperature, scale, top_p, min_p;
@@ -186,23 +202,13 @@ TEST(SamplerFastPath, TopPSameTokensAsTheScalarPath) {
       {129280, 1.0f, 2.0f, 0.95f, 0.0f, 0}};
   int rows_checked = 0;
   for (const Setting& s : settings) {
-    std::vector<std::vector<float>> rows;
-    std::vector<ts_sampling_params> params;
-    std::vector<uint64_t> counters;
+    ts_sampling_params base = plain_params(0);
+    base.temperature = s.temperature;
+    base.top_p = s.top_p;
+    base.min_p = s.min_p;
+    base.top_k = s.top_k;
     const int n_rows = s.vocab > 20000 ? 20 : 150;
-    for (int r = 0; r < n_rows; ++r) {
-      std::vector<float> l(static_cast<size_t>(s.vocab));
-      for (float& x : l) x = s.scale * normal(rng);
-      if (r % 10 == 0) l[static_cast<size_t>(r) % l.size()] = l[0];  // a tie now and then
-      rows.push_back(std::move(l));
-      ts_sampling_params p = plain_params(rng());
-      p.temperature = s.temperature;
-      p.top_p = s.top_p;
-      p.min_p = s.min_p;
-      p.top_k = s.top_k;
-      params.push_back(p);
-      counters.push_back(rng() % 1000);
-    }
+    const auto [rows, params, counters] = random_rows(rng, s.vocab, n_rows, s.scale, base, true);
     const auto tokens = plugin_tokens(sampler, rows, params, counters);
     for (size_t i = 0; i < rows.size(); ++i) {
       ASSERT_EQ(tokens[i], scalar_reference(rows[i], params[i], counters[i]))
