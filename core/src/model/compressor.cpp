@@ -76,8 +76,8 @@ CompressorSnapshot CompressorState::snapshot() const {
   CompressorSnapshot s;
   s.has_previous = has_previous_;
   if (overlap_ && has_previous_) {
-    s.prev_kv = prev_kv_;
-    s.prev_gate = prev_gate_;
+    s.prev_kv.assign(prev_kv_.begin(), prev_kv_.end());
+    s.prev_gate.assign(prev_gate_.begin(), prev_gate_.end());
   }
   return s;
 }
@@ -91,8 +91,8 @@ void CompressorState::restore(const CompressorSnapshot& snapshot) {
                  snapshot.prev_gate.size() == prev_gate_.size(),
              "compressor snapshot of {} values restored into a state of {}",
              snapshot.prev_kv.size(), prev_kv_.size());
-    prev_kv_ = snapshot.prev_kv;
-    prev_gate_ = snapshot.prev_gate;
+    prev_kv_.assign(snapshot.prev_kv.begin(), snapshot.prev_kv.end());
+    prev_gate_.assign(snapshot.prev_gate.begin(), snapshot.prev_gate.end());
   }
 }
 
