@@ -129,6 +129,15 @@ std::vector<int32_t> plugin_tokens(const PluginInstance& sampler,
 
 // n random rows of `vocab` N(0, scale^2) logits, each with its own seed and counter; `base` gives
 // the sampling settings. Every tenth row copies logit 0 somewhere (a tie) when `ties` is set.
+ts_sampling_params sampling(float temperature, float top_p, float min_p, int32_t top_k) {
+  ts_sampling_params p = plain_params(0);
+  p.temperature = temperature;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.top_k = top_k;
+  return p;
+}
+
 struct RandomRows {
   std::vector<std::vector<float>> rows;
   std::vector<ts_sampling_params> params;
@@ -168,10 +177,7 @@ TEST(SamplerFastPath, SameTokensAsTheScalarPathOnRandomRows) {
                               {0.8f, 4.0f, 0.01f, 50}, {1e-3f, 1.0f, 0.0f, 0}};
   int rows_checked = 0;
   for (const Setting& s : settings) {
-    ts_sampling_params base = plain_params(0);
-    base.temperature = s.temperature;
-    base.min_p = s.min_p;
-    base.top_k = s.top_k;
+    const ts_sampling_params base = sampling(s.temperature, 1.0f, s.min_p, s.top_k);
     const auto [rows, params, counters] = random_rows(rng, kVocab, 150, s.scale, base, false);
     const auto tokens = plugin_tokens(sampler, rows, params, counters);
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -202,11 +208,7 @@ TEST(SamplerFastPath, TopPSameTokensAsTheScalarPath) {
       {129280, 1.0f, 2.0f, 0.95f, 0.0f, 0}};
   int rows_checked = 0;
   for (const Setting& s : settings) {
-    ts_sampling_params base = plain_params(0);
-    base.temperature = s.temperature;
-    base.top_p = s.top_p;
-    base.min_p = s.min_p;
-    base.top_k = s.top_k;
+    const ts_sampling_params base = sampling(s.temperature, s.top_p, s.min_p, s.top_k);
     const int n_rows = s.vocab > 20000 ? 20 : 150;
     const auto [rows, params, counters] = random_rows(rng, s.vocab, n_rows, s.scale, base, true);
     const auto tokens = plugin_tokens(sampler, rows, params, counters);

@@ -3,7 +3,7 @@
 // Threading rules (TurboMind style, written down):
 // - The count is process-wide, like OpenBLAS's (set_compute_threads sets both): the executor sets
 //   it to threads / tensor_parallel, the offline A/B runner before each arm's turn.
-// - Helper threads belong to the thread that calls run_parts: each calling thread (the engine
+// - Helper threads belong to the thread that calls parallel_for: each calling thread (the engine
 //   loop, a tensor-parallel rank) lazily gets its own helpers, so ranks never share or wait on one
 //   another's helpers. Helpers live until their owner exits.
 // - A helper spins briefly after each part (the next GEMM of a forward usually follows within

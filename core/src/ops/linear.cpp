@@ -33,6 +33,11 @@ GemmBackend initial_backend() {
 
 std::atomic<GemmBackend> g_backend{initial_backend()};
 
+bool use_avx512() {
+  return g_backend.load(std::memory_order_relaxed) == GemmBackend::kAuto &&
+         gemm_nt_avx512_available();
+}
+
 void linear_blas(const GemmNtArgs& a) {
   if (a.rows == 1) {  // decode: a matrix-vector product reads W once, the bandwidth-bound case
     cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(a.out), static_cast<int>(a.in), 1.0f,
@@ -44,7 +49,7 @@ void linear_blas(const GemmNtArgs& a) {
               a.w, static_cast<int>(a.ldw), 0.0f, a.y, static_cast<int>(a.ldy));
 }
 
-// Column blocks of 4 are shared out in chunks among compute_threads() threads.
+// Our kernel over compute_threads() threads.
 void linear_avx512(GemmNtArgs a) {
   // Rows of x a multiple of 4 KiB apart (a head group's slice of [T, H * Dh]) all fall into the
   // same L1 sets and evict each other while every block of W meets them: copy them together
@@ -86,10 +91,7 @@ void linear_avx512(GemmNtArgs a) {
 
 void set_gemm_backend(GemmBackend backend) { g_backend.store(backend); }
 
-const char* gemm_backend_name() {
-  return g_backend.load() == GemmBackend::kAuto && gemm_nt_avx512_available() ? "avx512"
-                                                                              : "openblas";
-}
+const char* gemm_backend_name() { return use_avx512() ? "avx512" : "openblas"; }
 
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
                     int64_t out, int64_t ldw, float* y, int64_t ldy) {
@@ -103,8 +105,7 @@ void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const
     }
     return;
   }
-  if (g_backend.load(std::memory_order_relaxed) == GemmBackend::kAuto &&
-      gemm_nt_avx512_available()) {
+  if (use_avx512()) {
     linear_avx512(args);
     return;
   }
