@@ -1,11 +1,13 @@
-// tessera bench decode | gemm: the batch-1 decode table (bench/decode_bench.hpp) and the GEMM
-// kernels on a decode step's shapes (bench/gemm_bench.hpp).
+// tessera bench decode | gemm | sampler: the batch-1 decode table (bench/decode_bench.hpp), the
+// GEMM kernels on a decode step's shapes (bench/gemm_bench.hpp) and one step's sampling
+// (bench/sampler_bench.hpp).
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "bench/decode_bench.hpp"
 #include "bench/gemm_bench.hpp"
+#include "bench/sampler_bench.hpp"
 #include "cli/commands.hpp"
 
 namespace tessera::cli {
@@ -37,6 +39,31 @@ void add_bench_command(CLI::App& app) {
   gemm->add_option("--seconds", gemm_options->seconds_per_cell, "time per table cell")
       ->capture_default_str();
   gemm->callback([gemm_options] { fmt::print("{}", bench::run_gemm_bench(*gemm_options)); });
+  auto sampler_options = std::make_shared<bench::SamplerBenchOptions>();
+  auto* sampler = bench->add_subcommand(
+      "sampler", "one step's sampling: the sampler plugin on a batch of Gaussian logit rows");
+  sampler->add_option("--sampler", sampler_options->sampler, "sampler plugin name")
+      ->capture_default_str();
+  sampler->add_option("--options", sampler_options->sampler_options, "the plugin's options (JSON)")
+      ->capture_default_str();
+  sampler->add_option("--plugin-dir", sampler_options->plugin_dir, "extra plugin directory");
+  sampler->add_option("--rows", sampler_options->rows, "rows per call (running sequences)")
+      ->capture_default_str();
+  sampler->add_option("--vocab", sampler_options->vocab, "vocabulary sizes (e.g. 16384,129280)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sampler
+      ->add_option("--logit-std", sampler_options->logit_std,
+                   "spreads of the logits (small: flat rows, large: peaked rows)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sampler->add_option("--threads", sampler_options->threads, "thread counts to run (e.g. 1,2)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sampler->add_option("--seconds", sampler_options->seconds_per_cell, "time per table cell")
+      ->capture_default_str();
+  sampler->callback(
+      [sampler_options] { fmt::print("{}", bench::run_sampler_bench(*sampler_options)); });
 }
 
 }  // namespace tessera::cli

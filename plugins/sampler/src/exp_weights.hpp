@@ -1,8 +1,8 @@
 // Sampling weights w_i = exp((l_i - l_max) / T) for a whole row, vectorised. The exponent is the
-// same fp32 expression as the scalar path ((l - l_max) / T, rounded to float); exp itself is
-// evaluated in double (range reduction e^x = 2^n * 2^r, |r| <= 1/2, Taylor polynomial of degree
-// 8 for 2^r, relative error < 3e-10) and rounded once to float, so each weight is within
-// 0.5 ulp + 3e-10 of the true value: at most 1 ulp from libm's expf (glibc: <= 0.502 ulp).
+// same fp32 expression as the scalar path ((l - l_max) / T, rounded to float); exp itself is a
+// Cody-Waite reduction and a degree-7 polynomial in fp32 (exp_weights.cpp), within 1e-7
+// relative of the true value (tests/unit/sampler_exp_weights_test.cpp measures it), so within
+// 2^-22 relative of libm's expf (glibc: <= 0.502 ulp).
 // Callers that need libm's exact bits (the draw must stay token-for-token identical to the scalar
 // sampler) certify their decisions against that bound (certified_draw.hpp) and fall back to
 // std::exp when a decision is too close to call.
@@ -18,10 +18,11 @@ namespace tessera::sampler {
 inline constexpr int64_t kWeightBlock = 64;
 
 // Per-element bound used to certify decisions: |fast_i - expf_i| <= kWeightRelError * fast_i +
-// kWeightAbsError. Two floats within 1 ulp each of the same value are at most 2 ulp, 2^-22
-// relative, apart; glibc's expf is documented within 0.502 ulp and ours within 0.51, so the bound
-// holds with a factor 2 to spare (measured on 160M exponents in [-110, 0]: never more than 1 ulp).
-// The absolute term covers subnormal results.
+// kWeightAbsError. Ours is within kFastExpRelError of the true value (max 8.2e-8 over every
+// float exponent in [-104, 0]; tests/unit/sampler_exp_weights_test.cpp samples it), glibc's expf
+// within 0.502 ulp <= 0.502 * 2^-23 relative: together < 1.6e-7 < 2^-22 = 2.4e-7. The absolute
+// term covers results under the smallest normal float (ours are 0 there).
+inline constexpr double kFastExpRelError = 1.0e-7;
 inline constexpr double kWeightRelError = 0x1.0p-22;
 inline constexpr double kWeightAbsError = 0x1.0p-126;
 

@@ -1,0 +1,136 @@
+#include "bench/sampler_bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+
+#include "ops/compute_threads.hpp"
+#include "plugins/registry.hpp"
+#include "util/check.hpp"
+
+namespace tessera::bench {
+namespace {
+
+struct Setting {
+  const char* name;
+  float temperature;
+  float top_p;
+};
+
+const Setting kSettings[] = {
+    {"greedy", 0.0f, 1.0f},
+    {"T = 1", 1.0f, 1.0f},
+    {"T = 1, top_p 0.95", 1.0f, 0.95f},
+};
+
+// Standard normal deviates from splitmix64 + Box-Muller: reproducible, no <random> distribution
+// whose output differs between standard libraries.
+class Gaussian {
+ public:
+  explicit Gaussian(uint64_t seed) : state_(seed) {}
+  double next() {
+    const double u1 = (static_cast<double>(bits() >> 11) + 0.5) * 0x1.0p-53;
+    const double u2 = static_cast<double>(bits() >> 11) * 0x1.0p-53;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  }
+
+ private:
+  uint64_t bits() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
+};
+
+ts_sampling_params params_for(const Setting& s, uint64_t seed) {
+  ts_sampling_params p{};
+  p.temperature = s.temperature;
+  p.top_p = s.top_p;
+  p.repetition_penalty = 1.0f;
+  p.seed = seed;
+  return p;
+}
+
+// Seconds per sample() call over batches taken in turn from the ring.
+double time_calls(const PluginInstance& sampler, const std::vector<float>& ring, size_t batches,
+                  int rows, int vocab, const Setting& setting, double budget) {
+  const auto& table = sampler.table<ts_sampler_table>();
+  std::vector<ts_sampler_row> row_args(static_cast<size_t>(rows));
+  std::vector<ts_sampler_result> results(static_cast<size_t>(rows));
+  const std::vector<int32_t> context = {1, 2, 3};
+  long calls = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  do {
+    const float* batch = ring.data() + (static_cast<size_t>(calls) % batches) *
+                                           static_cast<size_t>(rows) * static_cast<size_t>(vocab);
+    for (int r = 0; r < rows; ++r) {
+      ts_sampler_row& row = row_args[static_cast<size_t>(r)];
+      row = {};
+      row.logits = batch + static_cast<size_t>(r) * static_cast<size_t>(vocab);
+      row.params = params_for(setting, static_cast<uint64_t>(r));
+      row.prompt_tokens = context.data();
+      row.n_prompt_tokens = static_cast<int64_t>(context.size());
+      row.rng_counter = static_cast<uint64_t>(calls);
+      results[static_cast<size_t>(r)] = {};
+    }
+    const ts_status status =
+        table.sample(sampler.get(), row_args.data(), rows, vocab, results.data());
+    TS_CHECK(status.code == TS_OK, "bench sampler: sample failed: {}",
+             status.message != nullptr ? status.message : "(no message)");
+    ++calls;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (elapsed < budget || calls < 5);
+  return elapsed / static_cast<double>(calls);
+}
+
+}  // namespace
+
+std::string run_sampler_bench(const SamplerBenchOptions& options) {
+  PluginRegistry registry;
+  std::vector<std::filesystem::path> dirs = PluginRegistry::default_search_path();
+  if (!options.plugin_dir.empty()) dirs.insert(dirs.begin(), options.plugin_dir);
+  registry.discover(dirs);
+  const LoadedPlugin& plugin = registry.find(TS_KIND_SAMPLER, options.sampler);
+  const PluginInstance sampler =
+      registry.create(plugin, options.sampler_options, ts_device{TS_DEVICE_CPU, 0, nullptr});
+  const int threads_before = ops::compute_threads();
+  std::string table = fmt::format(
+      "sampler `{}` {}, {} rows per call; hot: the same rows every call (in cache, as after the "
+      "vocabulary head), cold: rows from a 64 MiB ring\n\n| vocab | logit std | setting | threads "
+      "| hot µs per call | hot µs per row | cold µs per call |\n|---|---|---|---|---|---|---|\n",
+      options.sampler, options.sampler_options, options.rows);
+  for (const int vocab : options.vocab) {
+    for (const double spread : options.logit_std) {
+      // Enough batches that the ring (>= 64 MiB) does not stay in cache between calls.
+      const size_t batch_floats = static_cast<size_t>(options.rows) * static_cast<size_t>(vocab);
+      const size_t batches =
+          std::max<size_t>(2, (size_t{64} << 20) / (batch_floats * sizeof(float)) + 1);
+      std::vector<float> ring(batch_floats * batches);
+      Gaussian gaussian(static_cast<uint64_t>(vocab) * 1000 + static_cast<uint64_t>(spread * 10));
+      for (float& x : ring) x = static_cast<float>(spread * gaussian.next());
+      for (const Setting& setting : kSettings) {
+        for (const int threads : options.threads) {
+          ops::set_compute_threads(threads);
+          const double hot =
+              time_calls(sampler, ring, 1, options.rows, vocab, setting, options.seconds_per_cell);
+          const double cold = time_calls(sampler, ring, batches, options.rows, vocab, setting,
+                                         options.seconds_per_cell);
+          table +=
+              fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.1f} |\n", vocab, spread,
+                          setting.name, threads, hot * 1e6, hot * 1e6 / options.rows, cold * 1e6);
+        }
+      }
+    }
+  }
+  ops::set_compute_threads(threads_before);
+  return table;
+}
+
+}  // namespace tessera::bench
