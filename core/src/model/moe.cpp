@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "util/check.hpp"
 
@@ -76,20 +77,40 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
   }
 
   swiglu_expert(config, moe.shared, x, tokens, out);  // shared expert writes out first
-  std::vector<float> gathered, result;
-  for (int64_t e = 0; e < E; ++e) {
+
+  // Routed experts: each on one thread, the experts shared over the compute threads (a batch's
+  // expert GEMMs have ~tokens * K / E rows: too small to split one GEMM well). Every expert's
+  // rows and weights are the same on any thread (the GEMM is batch- and thread-invariant), and
+  // the results are added in expert order afterwards, so the bits do not depend on the split.
+  std::vector<int64_t> active;
+  for (int64_t e = 0; e < E; ++e)
+    if (!rows_of[e].empty()) active.push_back(e);
+  std::vector<std::vector<float>> results(active.size());
+  auto run_expert = [&](int64_t a) {
+    const int64_t e = active[static_cast<size_t>(a)];
     const auto& rows = rows_of[e];
-    if (rows.empty()) continue;
     const auto n = static_cast<int64_t>(rows.size());
-    gathered.resize(static_cast<size_t>(n * D));
-    result.resize(static_cast<size_t>(n * D));
+    std::vector<float> gathered(static_cast<size_t>(n * D));
     for (int64_t r = 0; r < n; ++r)
       std::copy(x + rows[r] * D, x + (rows[r] + 1) * D, gathered.begin() + r * D);
-    swiglu_expert(config, moe.experts[e], gathered.data(), n, result.data());
-    for (int64_t r = 0; r < n; ++r) {
+    results[static_cast<size_t>(a)].resize(static_cast<size_t>(n * D));
+    swiglu_expert(config, moe.experts[e], gathered.data(), n,
+                  results[static_cast<size_t>(a)].data());
+  };
+  if (ops::gemm_threads_are_ours() && active.size() > 1) {
+    ops::parallel_for(static_cast<int64_t>(active.size()), ops::compute_threads(), run_expert);
+  } else {  // OpenBLAS threads each GEMM itself
+    for (int64_t a = 0; a < static_cast<int64_t>(active.size()); ++a) run_expert(a);
+  }
+  for (size_t a = 0; a < active.size(); ++a) {
+    const int64_t e = active[a];
+    const auto& rows = rows_of[e];
+    const std::vector<float>& result = results[a];
+    for (size_t r = 0; r < rows.size(); ++r) {
       const float w = weight_of[e][r];
       float* dst = out + rows[r] * D;
-      for (int64_t i = 0; i < D; ++i) dst[i] += w * result[r * D + i];
+      const float* src = result.data() + static_cast<int64_t>(r) * D;
+      for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
     }
   }
 }

@@ -119,9 +119,25 @@ void set_compute_threads(int n) {
   openblas_set_num_threads(n);
 }
 
-int compute_threads() { return g_threads.load(std::memory_order_relaxed); }
+namespace {
+// True on a thread while it runs parallel_for items: a nested parallel_for (an expert's GEMM in a
+// loop shared over experts) then runs on that thread alone instead of waking helpers of its own.
+thread_local bool t_in_items = false;
+
+struct InItems {
+  bool before = t_in_items;
+  InItems() { t_in_items = true; }
+  ~InItems() { t_in_items = before; }
+};
+}  // namespace
+
+int compute_threads() { return t_in_items ? 1 : g_threads.load(std::memory_order_relaxed); }
 
 void parallel_for(int64_t items, int threads, ItemFn body) {
+  if (t_in_items) {  // nested: this thread already is one of a parallel_for's workers
+    for (int64_t i = 0; i < items; ++i) body.call(body.ctx, i);
+    return;
+  }
   struct Shared {
     std::atomic<int64_t> next{0};
     int64_t items;
@@ -129,6 +145,7 @@ void parallel_for(int64_t items, int threads, ItemFn body) {
   } shared{{}, items, body};
   auto drain = [](const void* ctx, int /*part*/) {
     auto& s = *static_cast<Shared*>(const_cast<void*>(ctx));
+    const InItems in_items;
     for (int64_t i = s.next.fetch_add(1, std::memory_order_relaxed); i < s.items;
          i = s.next.fetch_add(1, std::memory_order_relaxed)) {
       s.body.call(s.body.ctx, i);

@@ -9,6 +9,8 @@
 // - A helper spins briefly after each part (the next GEMM of a forward usually follows within
 //   microseconds), then sleeps on a futex; an idle engine costs no CPU.
 // - Items must not throw (the GEMM kernels do not).
+// - Nesting: inside an item, compute_threads() is 1 and parallel_for runs its items on the calling
+//   thread, so a loop shared over experts runs each expert's GEMMs on one thread.
 #pragma once
 
 #include <cstdint>

@@ -93,6 +93,8 @@ void set_gemm_backend(GemmBackend backend) { g_backend.store(backend); }
 
 const char* gemm_backend_name() { return use_avx512() ? "avx512" : "openblas"; }
 
+bool gemm_threads_are_ours() { return use_avx512(); }
+
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
                     int64_t out, int64_t ldw, float* y, int64_t ldy) {
   if (rows == 0 || out == 0) {

@@ -14,6 +14,9 @@ enum class GemmBackend { kAuto, kBlas };  // kAuto: AVX-512 kernel when the CPU 
 // Process-wide; for tests and A/B of the kernels. The default comes from TESSERA_GEMM.
 void set_gemm_backend(GemmBackend backend);
 const char* gemm_backend_name();  // "avx512" or "openblas": what linear() runs now
+// True when linear() runs on our compute threads (so it may be called inside parallel_for items
+// and then runs on the calling thread); false when OpenBLAS threads it.
+bool gemm_threads_are_ours();
 
 // y[rows, out] = x[rows, in] . W^T          (W: [out, in])
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y);
