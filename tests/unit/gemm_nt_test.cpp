@@ -179,5 +179,25 @@ TEST_F(GemmTest, ParallelForSurvivesRapidTinyJobs) {
   EXPECT_EQ(total, int64_t{3} * 200000);
 }
 
+// Inside an item, compute_threads() is 1 and a nested parallel_for (an expert's GEMM inside the
+// loop over experts) runs every item on the item's own thread, once, and leaves the outer count.
+TEST_F(GemmTest, NestedParallelForRunsOnTheItemsThread) {
+  set_compute_threads(2);
+  std::vector<std::atomic<int>> hits(8 * 5);
+  std::atomic<int> wrong_thread{0}, wrong_count{0};
+  parallel_for(8, 2, [&](int64_t outer) {
+    wrong_count.fetch_add(compute_threads() != 1);
+    const std::thread::id me = std::this_thread::get_id();
+    parallel_for(5, 2, [&](int64_t inner) {
+      wrong_thread.fetch_add(std::this_thread::get_id() != me);
+      hits[static_cast<size_t>(outer * 5 + inner)].fetch_add(1);
+    });
+  });
+  EXPECT_EQ(wrong_count.load(), 0);
+  EXPECT_EQ(wrong_thread.load(), 0);
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  EXPECT_EQ(compute_threads(), 2);  // outside any item again
+}
+
 }  // namespace
 }  // namespace tessera::ops
