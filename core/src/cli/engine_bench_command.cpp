@@ -20,6 +20,9 @@ void add_engine_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--requests", o->requests, "requests per row (0: max(2 x concurrency, 16))");
+  cmd->add_option("--warmup", o->warmup,
+                  "untimed requests before each level (-1: the level's concurrency; 0: cold start)")
+      ->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens)->capture_default_str();
   cmd->add_option("--output-tokens", o->output_tokens)->capture_default_str();
   cmd->add_option("--tp", o->tensor_parallel, "tensor-parallel CPU ranks")->capture_default_str();

@@ -107,6 +107,17 @@ EngineBenchRow run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const Eng
     timings[id].submitted = at;
   };
 
+  const int64_t warmup = o.warmup >= 0 ? o.warmup : concurrency;
+  for (int64_t i = 0; i < warmup; ++i) {
+    Request r;
+    r.prompt = bench_prompt(static_cast<uint64_t>(total + i), o.prompt_tokens,
+                            rt.model_config().vocab_size);
+    r.max_tokens = 2;
+    r.ignore_eos = true;
+    engine.submit(std::move(r), [](const Event& /*event*/) {});
+  }
+  engine.wait_idle();
+
   const EngineStats before = engine.stats();
   const auto start = Clock::now();
   for (int64_t i = 0; i < concurrency; ++i) submit_one();
@@ -186,9 +197,11 @@ std::string format_engine_bench(const EngineBenchOptions& o,
                                 const std::vector<EngineBenchRow>& rows) {
   std::string s = fmt::format(
       "engine bench: {}, prompt {} + output {} tokens, tp {}, prefix cache {}, temperature {}, "
-      "top_p {}\n\n",
+      "top_p {}, warm-up {}\n\n",
       o.model_dir.empty() ? "preset " + o.preset : o.model_dir, o.prompt_tokens, o.output_tokens,
-      o.tensor_parallel, o.prefix_cache ? "on" : "off", o.temperature, o.top_p);
+      o.tensor_parallel, o.prefix_cache ? "on" : "off", o.temperature, o.top_p,
+      o.warmup < 0 ? std::string("one wave (concurrency requests)")
+                   : fmt::format("{} requests", o.warmup));
   s += "| concurrency | requests | output tok/s | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 "
        "ms | steps | tokens/step | step ms | host µs/step (schedule + sample + output) | host % "
        "|\n";

@@ -18,6 +18,10 @@ struct EngineBenchOptions {
   std::string plugin_dir;
   std::vector<int64_t> concurrency{1, 64};
   int64_t requests = 0;  // per level; 0: max(2 * concurrency, 16)
+  // Untimed requests (2 output tokens each) run before each level, all at once: they warm what a
+  // serving process has warm after its first minute (the heap, the window-buffer cache, the cache
+  // pages). -1: the level's concurrency; 0: none (cold start).
+  int64_t warmup = -1;
   int64_t prompt_tokens = 128;
   int64_t output_tokens = 64;
   int tensor_parallel = 1;

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/window_buffer.hpp"
+
 namespace tessera::dsv4 {
 
 // What a compressor needs to resume at a window boundary (every window closed): only the previous
@@ -24,29 +26,6 @@ struct CompressorSnapshot {
   bool has_previous = false;
   std::vector<float> prev_kv, prev_gate;  // [ratio, width] each (overlap only)
 };
-
-// An allocator whose value-initialisation leaves floats unset: a window buffer is written slot by
-// slot before a closing token reads it (push), so zero-filling it is wasted work, and every
-// admitted sequence allocates ~0.5 MB of them on the 50m preset (its HCA windows).
-template <class T>
-struct UninitializedAllocator : std::allocator<T> {
-  template <class U>
-  struct rebind {
-    using other = UninitializedAllocator<U>;
-  };
-  UninitializedAllocator() = default;
-  template <class U>
-  explicit UninitializedAllocator(const UninitializedAllocator<U>& /*other*/) noexcept {}
-  template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
-    if constexpr (sizeof...(Args) == 0) {
-      ::new (static_cast<void*>(p)) U;  // default-initialised: no zero fill
-    } else {
-      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-    }
-  }
-};
-using WindowBuffer = std::vector<float, UninitializedAllocator<float>>;
 
 class CompressorState {
  public:
