@@ -5,14 +5,15 @@
 
 namespace tessera::sampler {
 
-int32_t certified_draw(std::span<const float> weights, const BlockWeights& sums, double u) {
+int32_t certified_draw(std::span<const float> weights, const BlockWeights& sums, double u,
+                       const WeightBound& bound) {
   const double total = sums.total;
   const double target = u * total;
   const auto vocab = static_cast<double>(weights.size());
   // A prefix sum and the target each move by at most d T + V a between fast and libm weights, plus
   // the rounding of the double sums (each < V 2^-53 T; four of them are involved).
   const double margin =
-      2.0 * (kWeightRelError * total + vocab * kWeightAbsError) + 4.0 * vocab * 0x1.0p-53 * total;
+      2.0 * (bound.rel * total + vocab * bound.abs) + 4.0 * vocab * 0x1.0p-53 * total;
   double cumulative = 0.0;
   size_t block = 0;
   const size_t blocks = sums.block_sums.size();
@@ -37,11 +38,11 @@ int32_t certified_draw(std::span<const float> weights, const BlockWeights& sums,
 }
 
 void certified_min_p(std::span<const float> logits, float l_max, float temperature, float min_p,
-                     std::span<float> weights, BlockWeights& sums) {
+                     std::span<float> weights, BlockWeights& sums, const WeightBound& bound) {
   const double threshold = min_p;
   for (size_t i = 0; i < weights.size(); ++i) {
     const double w = weights[i];
-    const double tolerance = kWeightRelError * std::max(w, threshold) + kWeightAbsError;
+    const double tolerance = bound.rel * std::max(w, threshold) + bound.abs;
     if (w >= threshold + tolerance) continue;  // libm's weight is >= min_p too: kept
     if (w + tolerance < threshold) {           // libm's weight is < min_p too: dropped
       weights[i] = 0.0f;

@@ -20,13 +20,13 @@ namespace tessera::sampler {
 // weights: [vocab] fast weights, sums: their block sums; u in [0, 1). The token, or -1 when the
 // decision is too close to call from fast weights.
 [[nodiscard]] int32_t certified_draw(std::span<const float> weights, const BlockWeights& sums,
-                                     double u);
+                                     double u, const WeightBound& bound);
 
 // min-p on fast weights (drop w < min_p, the largest weight being 1): a weight too close to
 // min_p to tell which side libm's expf would put it is recomputed with std::exp (of the same fp32
 // exponent (l - l_max) / T), so the kept set is exactly the scalar path's. Recomputes the block
 // sums. logits: [vocab] the values the weights came from (-inf: removed).
 void certified_min_p(std::span<const float> logits, float l_max, float temperature, float min_p,
-                     std::span<float> weights, BlockWeights& sums);
+                     std::span<float> weights, BlockWeights& sums, const WeightBound& bound);
 
 }  // namespace tessera::sampler

@@ -3,74 +3,147 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
 
 #include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
 namespace tessera::sampler {
 namespace {
 
-// Positive floats order like their bit patterns; the top 12 bits below the sign (8 exponent, 4
-// mantissa) give 4096 buckets, each a factor <= 2^(1/16) wide.
+// Positive floats order like their bit patterns. Level 1 buckets by the top 12 bits below the
+// sign (8 exponent, 4 mantissa: each bucket a factor <= 2^(1/16) wide) over the 32 binades below
+// the largest weight (exactly 1); everything smaller shares one tail bucket (its mass is < V 2^-32
+// of the total: the boundary only lands there for top_p within ~1e-5 of 1, and then the caller
+// runs the scalar path). Level 2 splits the boundary's bucket by the next 8 bits.
 constexpr int kBucketShift = 19;
-constexpr size_t kTopPBuckets = size_t{1} << (31 - kBucketShift);
+constexpr uint32_t kLowestBucket = (127u - 32u) << 4;                // bucket of 2^-32
+constexpr size_t kBuckets = ((127u + 1u) << 4) - kLowestBucket + 1;  // + the tail, index 0
+constexpr int kSubShift = 11;
+constexpr size_t kSubBuckets = 256;
+constexpr size_t kCopies = TopPScratch::kCopies;
 
-size_t bucket_of(float w) { return std::bit_cast<uint32_t>(w) >> kBucketShift; }
+// Weights are in [0, 1] (exp of a non-positive exponent); the clamp only keeps a stray larger one
+// inside the array.
+// Branch-free (the tail test would mispredict on every other weight of a peaked row).
+size_t bucket_of(float w) {
+  const auto k = static_cast<int32_t>(std::bit_cast<uint32_t>(w) >> kBucketShift) -
+                 static_cast<int32_t>(kLowestBucket);
+  return static_cast<size_t>(std::min(std::max(k, 0), static_cast<int32_t>(kBuckets) - 1));
+}
+size_t sub_bucket_of(float w) { return (std::bit_cast<uint32_t>(w) >> kSubShift) & 0xff; }
+
+// Level 1: the mass per bucket, in kCopies interleaved histograms (consecutive weights of a flat
+// row fall into the same bucket; one histogram would chain every add through memory).
+TS_SAMPLER_CLONES void bucket_masses(const float* w, int64_t n, double* copies) {
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kCopies) <= n; i += kCopies) {
+    for (size_t c = 0; c < kCopies; ++c) {
+      copies[c * kBuckets + bucket_of(w[i + c])] += w[i + c];
+    }
+  }
+  for (; i < n; ++i) copies[bucket_of(w[i])] += w[i];
+}
+
+// The smallest weight of level-1 bucket k >= 1.
+float bucket_lower_bound(size_t k) {
+  return std::bit_cast<float>(static_cast<uint32_t>(k + kLowestBucket) << kBucketShift);
+}
+
+// max(w[i] : w[i] < lo), 0 if none. In 8-lane vectors: GCC does not vectorise a float max
+// reduction by itself (it would reorder it), though max is exact in any order.
+using Floats = float __attribute__((vector_size(32)));
+
+TS_SAMPLER_CLONES float max_below(const float* w, int64_t n, float lo) {
+  Floats lanes = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    Floats x;
+    std::memcpy(&x, w + i, sizeof x);
+    const Floats kept = x < lo ? x : Floats{};
+    lanes = lanes > kept ? lanes : kept;
+  }
+  float m = 0.0f;
+  for (int j = 0; j < 8; ++j) m = std::max(m, lanes[j]);
+  for (; i < n; ++i) m = std::max(m, w[i] < lo ? w[i] : 0.0f);
+  return m;
+}
+
+// Copies the weights in [lo, hi) to out (room for n), in order, without a branch per weight (a
+// flat row's bucket test is a coin toss); returns how many.
+TS_SAMPLER_CLONES int64_t gather_between(const float* w, int64_t n, float lo, float hi,
+                                         float* out) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    out[kept] = w[i];
+    kept += (w[i] >= lo) & (w[i] < hi);
+  }
+  return kept;
+}
 
 // The fast boundary b: the weight at which the descending cumulative weight first reaches target
-// (ties grouped), with what certification needs of the split it makes, all from one pass over
-// the weights (a histogram of mass, count and largest weight per bucket) and a sort of the one
-// bucket the boundary falls in. b = 0 when rounding leaves the target unreached.
+// (ties grouped), with what certification needs of the split it makes. b = 0 when rounding leaves
+// the target unreached or the boundary lies in the tail bucket.
 struct FastBoundary {
   float b = 0.0f;
   double kept_mass = 0.0;  // of A u B (w >= b)
-  double n_kept = 0.0;     // |A u B|
   float c_max = 0.0f;      // the largest weight of C (w < b), 0 if none
 };
 
 FastBoundary fast_boundary(std::span<const float> weights, double target, TopPScratch& s) {
-  s.bucket_mass.assign(kTopPBuckets, 0.0);
-  s.bucket_count.assign(kTopPBuckets, 0);
-  s.bucket_max.assign(kTopPBuckets, 0.0f);
-  for (const float w : weights) {
-    if (!(w > 0.0f)) continue;
-    const size_t k = bucket_of(w);
-    s.bucket_mass[k] += w;
-    ++s.bucket_count[k];
-    s.bucket_max[k] = std::max(s.bucket_max[k], w);
-  }
   FastBoundary out;
-  double above = 0.0, above_count = 0.0;
-  size_t k = kTopPBuckets;
-  while (k-- > 0) {
-    if (above + s.bucket_mass[k] >= target) break;
-    above += s.bucket_mass[k];
-    above_count += s.bucket_count[k];
+  s.copies.assign(kCopies * kBuckets, 0.0);
+  bucket_masses(weights.data(), static_cast<int64_t>(weights.size()), s.copies.data());
+  double above = 0.0;
+  size_t k = kBuckets;
+  double mass_k = 0.0;
+  while (k-- > 1) {  // the tail (0) never holds the boundary here
+    mass_k = 0.0;
+    for (size_t c = 0; c < kCopies; ++c) mass_k += s.copies[c * kBuckets + k];
+    if (above + mass_k >= target) break;
+    above += mass_k;
   }
-  if (k >= kTopPBuckets) return out;  // wrapped: never reached
-  s.bucket.clear();
-  for (const float w : weights) {
-    if (w > 0.0f && bucket_of(w) == k) s.bucket.push_back(w);
+  if (k == 0) return out;
+
+  // Level 2 over the bucket's weights [lo, hi); the largest weight below the bucket.
+  const float lo = bucket_lower_bound(k);
+  const float hi =
+      k + 1 < kBuckets ? bucket_lower_bound(k + 1) : std::numeric_limits<float>::infinity();
+  float below_max = max_below(weights.data(), static_cast<int64_t>(weights.size()), lo);
+  if (s.bucket.size() < weights.size()) s.bucket.resize(weights.size());  // room for all
+  const std::span<const float> bucket(
+      s.bucket.data(),
+      static_cast<size_t>(gather_between(weights.data(), static_cast<int64_t>(weights.size()), lo,
+                                         hi, s.bucket.data())));
+  s.sub_mass.assign(kSubBuckets, 0.0);
+  for (const float w : bucket) s.sub_mass[sub_bucket_of(w)] += w;
+  size_t k2 = kSubBuckets;
+  while (k2-- > 0) {
+    if (above + s.sub_mass[k2] >= target) break;
+    above += s.sub_mass[k2];
   }
-  std::sort(s.bucket.begin(), s.bucket.end(), std::greater<>());
-  for (size_t i = 0; i < s.bucket.size();) {
+  if (k2 >= kSubBuckets) return out;  // rounding: the bucket's mass differs from its parts
+
+  // The boundary's sub-bucket, sorted; what is below it inside the bucket for c_max.
+  s.members.clear();
+  for (const float w : bucket) {
+    const size_t sub = sub_bucket_of(w);
+    if (sub == k2) {
+      s.members.push_back(w);
+    } else if (sub < k2 && w > below_max) {
+      below_max = w;
+    }
+  }
+  std::sort(s.members.begin(), s.members.end(), std::greater<>());
+  for (size_t i = 0; i < s.members.size();) {
     size_t j = i;  // the group of equal weights [i, j)
     double group = 0.0;
-    for (; j < s.bucket.size() && s.bucket[j] == s.bucket[i]; ++j) group += s.bucket[j];
+    for (; j < s.members.size() && s.members[j] == s.members[i]; ++j) group += s.members[j];
     if (above + group >= target) {
-      out.b = s.bucket[i];
+      out.b = s.members[i];
       out.kept_mass = above + group;
-      out.n_kept = above_count + static_cast<double>(j);
-      if (j < s.bucket.size()) {
-        out.c_max = s.bucket[j];  // the next smaller weight, same bucket
-      } else {
-        for (size_t lower = k; lower-- > 0;) {  // else the highest non-empty bucket below
-          if (s.bucket_count[lower] > 0) {
-            out.c_max = s.bucket_max[lower];
-            break;
-          }
-        }
-      }
+      out.c_max = j < s.members.size() ? s.members[j] : below_max;
       return out;
     }
     above += group;
@@ -86,14 +159,15 @@ TS_SAMPLER_CLONES void zero_below(float* w, int64_t n, float b) {
 }  // namespace
 
 bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
-                     TopPScratch& scratch) {
+                     const WeightBound& bound, TopPScratch& scratch) {
   const double total = sums.total;
   const FastBoundary fb = fast_boundary(weights, top_p * total, scratch);
   const float b = fb.b;
   if (!(b > 0.0f)) return false;
-  const double kept_mass = fb.kept_mass, n_kept = fb.n_kept;
+  // |A u B| <= V bounds the absolute error terms (a = 2^-126 each: negligible either way).
+  const double kept_mass = fb.kept_mass, n_kept = static_cast<double>(weights.size());
   const float c_max = fb.c_max;
-  const double d = kWeightRelError, a = kWeightAbsError;
+  const double d = bound.rel, a = bound.abs;
   const auto vocab = static_cast<double>(weights.size());
   const double rounding = 4.0 * vocab * 0x1.0p-53 * total;
   const double total_error = d * total + vocab * a + rounding;

@@ -10,10 +10,12 @@
 //   (3) A u B without its smallest weight holds less: upper(A u B) - lower(b) < top_p * lower(T).
 // Tokens with equal logits get equal weights on both paths, so ties never break (1). When a
 // condition fails (close calls; rare on flat rows, ~never on peaked ones) the caller runs the
-// scalar path. The boundary is found from a histogram of the weights' float bits (monotonic for
-// positive floats) and a sort of the one bucket it falls in: O(V) instead of a quickselect.
+// scalar path. The boundary is found from a two-level histogram of the weights' float bits
+// (monotonic for positive floats) and a sort of the few weights of the one level-2 bucket it falls
+// in: O(V) instead of a quickselect.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -23,16 +25,17 @@
 namespace tessera::sampler {
 
 struct TopPScratch {
-  std::vector<double> bucket_mass;    // [4096] per bucket of float bits: mass,
-  std::vector<int32_t> bucket_count;  // count
-  std::vector<float> bucket_max;      // and largest weight
-  std::vector<float> bucket;          // the weights of the bucket holding the boundary
+  static constexpr size_t kCopies = 4;
+  std::vector<double> copies;    // [kCopies, buckets] mass per level-1 bucket, interleaved copies
+  std::vector<double> sub_mass;  // [256] mass per level-2 bucket of the boundary's bucket
+  std::vector<float> bucket;     // the weights of the boundary's level-1 bucket
+  std::vector<float> members;    // the weights of its level-2 bucket holding the boundary
 };
 
 // weights: [vocab] fast weights (0: removed), sums: their block sums; top_p in (0, 1). On success
 // zeroes every weight the scalar path drops, recomputes the block sums and returns true; returns
 // false (weights untouched) when the kept set cannot be certified.
 [[nodiscard]] bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
-                                   TopPScratch& scratch);
+                                   const WeightBound& bound, TopPScratch& scratch);
 
 }  // namespace tessera::sampler

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
@@ -113,6 +115,16 @@ void fast_exp_weights(std::span<const float> logits, float l_max, float temperat
   sums.block_sums.resize(static_cast<size_t>(block_count(logits.size())));
   sums.total = exp_row(logits.data(), out.data(), static_cast<int64_t>(logits.size()), l_max,
                        temperature, sums.block_sums.data());
+}
+
+void libm_exp_weights(std::span<const float> logits, float l_max, float temperature,
+                      std::span<float> out, BlockWeights& sums) {
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float l = logits[i];
+    out[i] =
+        l == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp((l - l_max) / temperature);
+  }
+  sum_weight_blocks(out.first(logits.size()), sums);
 }
 
 void sum_weight_blocks(std::span<const float> weights, BlockWeights& sums) {

@@ -26,6 +26,16 @@ inline constexpr double kFastExpRelError = 1.0e-7;
 inline constexpr double kWeightRelError = 0x1.0p-22;
 inline constexpr double kWeightAbsError = 0x1.0p-126;
 
+// How far a row's weights may be from libm's: the certified decisions take it as a parameter, so
+// they run on fast weights (kFastWeights) and, when one of those is too close to call, again on
+// libm's own weights (kLibmWeights: only the double sums' rounding is left to cover).
+struct WeightBound {
+  double rel = 0.0;
+  double abs = 0.0;
+};
+inline constexpr WeightBound kFastWeights{kWeightRelError, kWeightAbsError};
+inline constexpr WeightBound kLibmWeights{0.0, 0.0};
+
 struct BlockWeights {
   std::vector<double> block_sums;  // [ceil(vocab / kWeightBlock)] sum of each block, in double
   double total = 0.0;              // sum of block_sums
@@ -34,6 +44,11 @@ struct BlockWeights {
 // logits: [vocab] finite or -inf (removed: weight 0); out: [vocab]. Requires temperature > 0 and
 // l_max >= every logit. The largest weight is exactly 1.
 void fast_exp_weights(std::span<const float> logits, float l_max, float temperature,
+                      std::span<float> out, BlockWeights& sums);
+
+// The scalar path's weights, libm's std::exp of the same fp32 exponent (0 for removed tokens),
+// with their block sums: what a decision too close to call on fast weights is decided on.
+void libm_exp_weights(std::span<const float> logits, float l_max, float temperature,
                       std::span<float> out, BlockWeights& sums);
 
 // Recomputes the block sums of weights changed after fast_exp_weights (min-p).

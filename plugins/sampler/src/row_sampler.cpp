@@ -30,6 +30,20 @@ int32_t scalar_draw(std::span<float> values, const ts_sampling_params& params, d
   return draw_from_weights(values, u);
 }
 
+// Top-p, min-p and the draw on `weights` (within `bound` of libm's), each certified to decide as
+// the scalar path would; -1 when one cannot be.
+int32_t certified_decisions(std::span<const float> logits, float l_max,
+                            const ts_sampling_params& params, double u, const WeightBound& bound,
+                            std::span<float> weights, RowWorkspace& ws) {
+  if (params.top_p < 1.0f && !certified_top_p(weights, ws.sums, params.top_p, bound, ws.top_p)) {
+    return -1;
+  }
+  if (params.min_p > 0.0f) {
+    certified_min_p(logits, l_max, params.temperature, params.min_p, weights, ws.sums, bound);
+  }
+  return certified_draw(weights, ws.sums, u, bound);
+}
+
 int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
                          RowWorkspace& ws) {
   const ts_sampling_params& params = row.params;
@@ -37,8 +51,8 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
   const int32_t vocab = static_cast<int32_t>(raw.size());
   const bool penalised = penalties_active(params);
   const bool top_k = params.top_k > 0 && params.top_k < vocab;
-  std::span<float> values;
-  if (penalised || top_k || params.top_p < 1.0f) {
+  std::span<float> values;  // a copy of the logits only when something changes them
+  if (penalised || top_k) {
     values = sized(ws.values, vocab);
     std::copy(raw.begin(), raw.end(), values.begin());
     apply_penalties(row, values, ws.penalties);
@@ -49,13 +63,11 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
   const float l_max = values.empty() ? raw_max : scan_row(values).max;
   const std::span<float> weights = sized(ws.weights, vocab);
   fast_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
-  int32_t token = -1;
-  const bool top_p_kept =
-      params.top_p >= 1.0f || certified_top_p(weights, ws.sums, params.top_p, ws.top_p);
-  if (top_p_kept && params.min_p > 0.0f) {
-    certified_min_p(logits, l_max, params.temperature, params.min_p, weights, ws.sums);
-  }
-  if (top_p_kept) token = certified_draw(weights, ws.sums, u);
+  int32_t token = certified_decisions(logits, l_max, params, u, kFastWeights, weights, ws);
+  if (token >= 0) return token;
+  // Too close to call within the fast weights' error: decide on libm's weights themselves.
+  libm_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
+  token = certified_decisions(logits, l_max, params, u, kLibmWeights, weights, ws);
   if (token >= 0) return token;
 
   if (values.empty()) {
