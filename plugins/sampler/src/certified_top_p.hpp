@@ -30,7 +30,22 @@ struct TopPScratch {
   std::vector<double> sub_mass;  // [256] mass per level-2 bucket of the boundary's bucket
   std::vector<float> bucket;     // the weights of the boundary's level-1 bucket
   std::vector<float> members;    // the weights of its level-2 bucket holding the boundary
+  std::vector<float> heavy;      // the weights >= 2^-16 (peaked rows search only these)
 };
+
+// Weights >= kHeavy (2^-16 of the largest, which is 1): a peaked row's top-p boundary is among
+// them whenever they hold the target mass, and only they are searched then.
+inline constexpr float kHeavy = 0x1.0p-16f;
+
+struct HeavyPass {
+  int64_t count = 0;       // weights >= t, copied in order to out
+  double mass = 0.0;       // their sum
+  float max_below = 0.0f;  // the largest weight < t (0 if none)
+};
+
+// out: room for n + 16 floats. heavy_weights picks the AVX-512 version where the CPU has it.
+HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out);
+HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out);
 
 // weights: [vocab] fast weights (0: removed), sums: their block sums; top_p in (0, 1). On success
 // zeroes every weight the scalar path drops, recomputes the block sums and returns true; returns

@@ -1,9 +1,12 @@
-// The sampler's vectorised exp (plugins/sampler/src/exp_weights.cpp, compiled into this test) held
-// to the error bound its certified decisions rely on: within kFastExpRelError of a double-precision
-// exp wherever the result is a normal float, within kWeightAbsError below that, exactly 1 at 0 and
-// 0 for removed (-inf) tokens; and the block sums equal a plain double sum of the weights.
+// The sampler's vectorised kernels (plugins/sampler/src/exp_weights.cpp, certified_top_p.cpp,
+// compiled into this test). The exp is held to the error bound its certified decisions rely on:
+// within kFastExpRelError of a double-precision exp wherever the result is a normal float, within
+// kWeightAbsError below that, exactly 1 at 0 and 0 for removed (-inf) tokens; the block sums equal
+// a plain double sum of the weights. The top-p heavy-weight pass gives the same tokens, mass and
+// largest lighter weight in its AVX-512 and portable versions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "certified_top_p.hpp"
 #include "exp_weights.hpp"
 
 namespace tessera::sampler {
@@ -107,6 +111,36 @@ TEST(SamplerExpWeights, BlockSumsAreTheWeightsSums) {
     total += block;
   }
   EXPECT_NEAR(sums.total, total, 1e-12 * total);
+}
+
+TEST(SamplerTopPHeavyPass, BothVersionsAgree) {
+  for (const int n : {0, 5, 16, 17, 1000, 4096}) {
+    std::vector<float> w(static_cast<size_t>(n));
+    for (size_t i = 0; i < w.size(); ++i) {  // weights in (0, 1], about half of them >= kHeavy
+      w[i] = static_cast<float>(std::exp(-20.0 * std::abs(std::sin(0.7 * static_cast<double>(i)))));
+    }
+    std::vector<float> a(w.size() + 16), b(w.size() + 16);
+    const HeavyPass fast = heavy_weights(w.data(), n, kHeavy, a.data());
+    const HeavyPass portable = heavy_weights_portable(w.data(), n, kHeavy, b.data());
+    std::vector<float> expected;
+    double mass = 0.0;
+    float below = 0.0f;
+    for (const float x : w) {
+      if (x >= kHeavy) {
+        expected.push_back(x);
+        mass += x;
+      } else {
+        below = std::max(below, x);
+      }
+    }
+    for (const HeavyPass* h : {&fast, &portable}) {
+      const std::vector<float>& out = h == &fast ? a : b;
+      ASSERT_EQ(h->count, static_cast<int64_t>(expected.size())) << "n " << n;
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), out.begin())) << "n " << n;
+      EXPECT_NEAR(h->mass, mass, 1e-12 * mass) << "n " << n;
+      EXPECT_EQ(h->max_below, below) << "n " << n;
+    }
+  }
 }
 
 }  // namespace
