@@ -24,6 +24,7 @@ void Scheduler::remove(Sequence* seq) {
 void Scheduler::free_kv(Sequence* seq) {
   if (seq->has_kv) executor_.apply({CacheOpKind::kFree, seq->id, 0});
   seq->has_kv = false;
+  seq->kv = nullptr;
   seq->kv_length = 0;
   seq->cursor_node = 0;
   seq->cursor_length = 0;
@@ -77,7 +78,7 @@ void Scheduler::Plan::drop(const Sequence* seq) {
 int64_t Scheduler::fit(Sequence* seq, int64_t n, Plan& planned, bool may_preempt) {
   const KvPools& pools = executor_.leader().pools();
   for (;;) {
-    const PageDemand need = executor_.leader().sequence(seq->id).pages_needed(n);
+    const PageDemand need = seq->kv->pages_needed(n);
     PageDemand total = planned.pages;
     total.main += need.main;
     total.indexer += need.indexer;
@@ -110,6 +111,7 @@ void Scheduler::admit(Sequence* seq) {
     executor_.apply({CacheOpKind::kCreate, seq->id, 0});
   }
   seq->has_kv = true;
+  seq->kv = &executor_.leader().sequence(seq->id);
   seq->kv_length = match.length;
   seq->cursor_node = match.node;
   seq->cursor_length = match.length;

@@ -6,6 +6,7 @@
 // Owned and used by one rank's thread only (docs/engine.md).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -51,6 +52,8 @@ class SequenceKv {
   // holder may write its frontier entry first in the same step). Pages that advance() frees
   // afterwards are not counted.
   PageDemand pages_needed(int64_t n_tokens) const;
+  // The same, always from the per-layer page lists (no one-token shortcut): for tests.
+  PageDemand pages_needed_by_layer(int64_t n_tokens) const;
 
   // Main-cache slot where `position` (>= length()) of `layer` is written; allocates its page, or
   // copies it when shared.
@@ -102,10 +105,20 @@ class SequenceKv {
   void record_compressor(int64_t layer, bool indexer, int64_t length_after);
   PrefixSnapshot build_snapshot(const PendingSnapshot& pending);
 
+  // True when token number `length` closes a compression window in some layer.
+  bool closes_a_window(int64_t length) const;
+
   KvPools& pools_;
   int64_t window_;
   int64_t page_;  // entries per page
   int64_t length_ = 0;
+  // For pages_needed's one-token shortcut (it reads only these, not the per-layer page lists):
+  std::array<int64_t, 4> distinct_ratios_{};  // the nonzero compression ratios, first n_ratios_
+  int n_ratios_ = 0;
+  // Restored from or snapshotted into the prefix cache. Defensive: snapshots sit on page and
+  // window boundaries, so a shared page is only written after one (where the shortcut is off).
+  bool may_share_ = false;
+  mutable bool windows_open_ = false;  // every layer's window holds a page (true once seen)
   std::vector<int64_t> ratios_;
   std::vector<Layer> layers_;
   std::vector<PendingSnapshot> pending_;
