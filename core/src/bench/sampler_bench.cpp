@@ -95,7 +95,9 @@ double time_calls(const PluginInstance& sampler, const std::vector<float>& ring,
 std::string run_sampler_bench(const SamplerBenchOptions& options) {
   PluginRegistry registry;
   std::vector<std::filesystem::path> dirs = PluginRegistry::default_search_path();
-  if (!options.plugin_dir.empty()) dirs.insert(dirs.begin(), options.plugin_dir);
+  if (!options.plugin_dir.empty()) {
+    dirs.insert(dirs.begin(), options.plugin_dir);
+  }
   registry.discover(dirs);
   const LoadedPlugin& plugin = registry.find(TS_KIND_SAMPLER, options.sampler);
   const PluginInstance sampler =
@@ -114,7 +116,9 @@ std::string run_sampler_bench(const SamplerBenchOptions& options) {
           std::max<size_t>(2, (size_t{64} << 20) / (batch_floats * sizeof(float)) + 1);
       std::vector<float> ring(batch_floats * batches);
       Gaussian gaussian(static_cast<uint64_t>(vocab) * 1000 + static_cast<uint64_t>(spread * 10));
-      for (float& x : ring) x = static_cast<float>(spread * gaussian.next());
+      for (float& x : ring) {
+        x = static_cast<float>(spread * gaussian.next());
+      }
       for (const Setting& setting : kSettings) {
         for (const int threads : options.threads) {
           ops::set_compute_threads(threads);

@@ -32,11 +32,21 @@ SequenceKv::SequenceKv(const dsv4::ModelConfig& config, KvPools& pools, const Pr
     d.compressed_pages = s.compressed_pages;
     d.index_pages = s.index_pages;
     d.n_compressed = s.n_compressed;
-    for (int32_t p : d.window_pages) pools_.main.retain(p);
-    for (int32_t p : d.compressed_pages) pools_.main.retain(p);
-    for (int32_t p : d.index_pages) pools_.indexer.retain(p);
-    if (ratios_[l] > 0) d.compressor.restore(s.compressor);
-    if (ratios_[l] == 4) d.index_compressor.restore(s.index_compressor);
+    for (int32_t p : d.window_pages) {
+      pools_.main.retain(p);
+    }
+    for (int32_t p : d.compressed_pages) {
+      pools_.main.retain(p);
+    }
+    for (int32_t p : d.index_pages) {
+      pools_.indexer.retain(p);
+    }
+    if (ratios_[l] > 0) {
+      d.compressor.restore(s.compressor);
+    }
+    if (ratios_[l] == 4) {
+      d.index_compressor.restore(s.index_compressor);
+    }
   }
 }
 
@@ -52,16 +62,26 @@ void SequenceKv::init_layers(const dsv4::ModelConfig& config) {
   layers_.resize(static_cast<size_t>(config.num_layers));
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const int64_t m = config.compress_ratio(l);
-    if (m > 0) layers_[l].compressor = dsv4::CompressorState(m, config.head_dim);
-    if (m == 4) layers_[l].index_compressor = dsv4::CompressorState(m, config.index_head_dim);
+    if (m > 0) {
+      layers_[l].compressor = dsv4::CompressorState(m, config.head_dim);
+    }
+    if (m == 4) {
+      layers_[l].index_compressor = dsv4::CompressorState(m, config.index_head_dim);
+    }
   }
 }
 
 SequenceKv::~SequenceKv() {
   for (Layer& layer : layers_) {
-    for (int32_t p : layer.window_pages) pools_.main.release(p);
-    for (int32_t p : layer.compressed_pages) pools_.main.release(p);
-    for (int32_t p : layer.index_pages) pools_.indexer.release(p);
+    for (int32_t p : layer.window_pages) {
+      pools_.main.release(p);
+    }
+    for (int32_t p : layer.compressed_pages) {
+      pools_.main.release(p);
+    }
+    for (int32_t p : layer.index_pages) {
+      pools_.indexer.release(p);
+    }
   }
 }
 
@@ -105,27 +125,35 @@ void SequenceKv::advance(int64_t n_tokens) {
 }
 
 bool SequenceKv::closes_a_window(int64_t length) const {
-  for (int i = 0; i < n_ratios_; ++i)
-    if (length % distinct_ratios_[static_cast<size_t>(i)] == 0) return true;
+  for (int i = 0; i < n_ratios_; ++i) {
+    if (length % distinct_ratios_[static_cast<size_t>(i)] == 0) {
+      return true;
+    }
+  }
   return false;
 }
 
 PageDemand SequenceKv::pages_needed(int64_t n_tokens) const {
   PageDemand d;
-  if (n_tokens <= 0) return d;
+  if (n_tokens <= 0) {
+    return d;
+  }
   // One decode token inside the pages every window already holds, closing no compression window,
   // with no page shared with the prefix cache (so no copy-on-write): nothing to allocate. Most
   // decode steps end here, reading this object only: the per-layer page lists below are cold in
   // the cache after a step's forward (measured ~1 us per sequence on the 50m preset).
   if (n_tokens == 1 && windows_open_ && !may_share_ && length_ % page_ != 0 &&
-      !closes_a_window(length_ + 1))
+      !closes_a_window(length_ + 1)) {
     return d;
+  }
   return pages_needed_by_layer(n_tokens);
 }
 
 PageDemand SequenceKv::pages_needed_by_layer(int64_t n_tokens) const {
   PageDemand d;
-  if (n_tokens <= 0) return d;
+  if (n_tokens <= 0) {
+    return d;
+  }
   bool all_open = true;
   const int64_t first = length_, last = length_ + n_tokens - 1;
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -143,17 +171,24 @@ PageDemand SequenceKv::pages_needed_by_layer(int64_t n_tokens) const {
       }
     }
     const int64_t m = ratios_[l];
-    if (m == 0) continue;
+    if (m == 0) {
+      continue;
+    }
     const int64_t nc = layer.n_compressed;
     const int64_t added = (length_ + n_tokens) / m - length_ / m;
-    if (added == 0) continue;
+    if (added == 0) {
+      continue;
+    }
     const int64_t fresh = ceil_div(nc + added, page_) - ceil_div(nc, page_);
     const bool partial = nc % page_ != 0;
     d.main += fresh + (partial && pools_.main.refcount(layer.compressed_pages.back()) > 1);
-    if (m == 4)
+    if (m == 4) {
       d.indexer += fresh + (partial && pools_.indexer.refcount(layer.index_pages.back()) > 1);
+    }
   }
-  if (all_open) windows_open_ = true;  // a window, once open, keeps its newest page
+  if (all_open) {
+    windows_open_ = true;  // a window, once open, keeps its newest page
+  }
   return d;
 }
 
@@ -161,12 +196,15 @@ int64_t SequenceKv::write_window_slot(int64_t layer, int64_t position) {
   TS_CHECK(position >= length_, "window write at position {} below the cached length {}", position,
            length_);
   Layer& l = layers_[layer];
-  if (l.window_pages.empty()) l.window_first_page = position / page_;
+  if (l.window_pages.empty()) {
+    l.window_first_page = position / page_;
+  }
   const int64_t page_number = position / page_;
   TS_CHECK(page_number >= l.window_first_page, "window slot for position {} already released",
            position);
-  while (page_number >= l.window_first_page + static_cast<int64_t>(l.window_pages.size()))
+  while (page_number >= l.window_first_page + static_cast<int64_t>(l.window_pages.size())) {
     l.window_pages.push_back(take(pools_.main));
+  }
   int32_t& page = l.window_pages[page_number - l.window_first_page];
   page = own_for_write(pools_.main, page, position % page_);
   return static_cast<int64_t>(page) * page_ + position % page_;
@@ -190,11 +228,14 @@ int64_t SequenceKv::append_compressed(int64_t layer) {
   const int64_t offset = entry % page_;
   if (offset == 0) {
     l.compressed_pages.push_back(take(pools_.main));
-    if (ratios_[layer] == 4) l.index_pages.push_back(take(pools_.indexer));
+    if (ratios_[layer] == 4) {
+      l.index_pages.push_back(take(pools_.indexer));
+    }
   }
   l.compressed_pages.back() = own_for_write(pools_.main, l.compressed_pages.back(), offset);
-  if (ratios_[layer] == 4)
+  if (ratios_[layer] == 4) {
     l.index_pages.back() = own_for_write(pools_.indexer, l.index_pages.back(), offset);
+  }
   return compressed_slot(layer, entry);
 }
 
@@ -214,9 +255,10 @@ void SequenceKv::request_snapshot(int64_t length) {
            "snapshot at {} requested behind the cache ({} tokens) or out of order", length,
            length_);
   TS_CHECK(length % page_ == 0, "snapshot at {} is not on a page boundary ({})", length, page_);
-  for (int64_t m : ratios_)
+  for (int64_t m : ratios_) {
     TS_CHECK(m == 0 || length % m == 0, "snapshot at {} is inside a compressor window ({})", length,
              m);
+  }
   PendingSnapshot p;
   p.length = length;
   p.compressor.resize(layers_.size());
@@ -227,7 +269,9 @@ void SequenceKv::request_snapshot(int64_t length) {
 
 void SequenceKv::record_compressor(int64_t layer, bool indexer, int64_t length_after) {
   for (PendingSnapshot& p : pending_) {
-    if (p.length != length_after) continue;
+    if (p.length != length_after) {
+      continue;
+    }
     Layer& l = layers_[layer];
     if (indexer) {
       p.index_compressor[layer] = l.index_compressor.snapshot();
@@ -253,8 +297,9 @@ PrefixSnapshot SequenceKv::build_snapshot(const PendingSnapshot& pending) {
                  last_page < l.window_first_page + static_cast<int64_t>(l.window_pages.size()),
              "snapshot at {}: window pages {}..{} not held", L, first_page, last_page);
     s.window_first_page = first_page;
-    for (int64_t p = first_page; p <= last_page; ++p)
+    for (int64_t p = first_page; p <= last_page; ++p) {
       s.window_pages.push_back(l.window_pages[p - l.window_first_page]);
+    }
     const int64_t m = ratios_[i];
     if (m > 0) {
       const uint8_t want = m == 4 ? 3 : 1;
@@ -266,13 +311,23 @@ PrefixSnapshot SequenceKv::build_snapshot(const PendingSnapshot& pending) {
                s.n_compressed, l.n_compressed);
       const auto pages = static_cast<size_t>(ceil_div(s.n_compressed, page_));
       s.compressed_pages.assign(l.compressed_pages.begin(), l.compressed_pages.begin() + pages);
-      if (m == 4) s.index_pages.assign(l.index_pages.begin(), l.index_pages.begin() + pages);
+      if (m == 4) {
+        s.index_pages.assign(l.index_pages.begin(), l.index_pages.begin() + pages);
+      }
       s.compressor = pending.compressor[i];
-      if (m == 4) s.index_compressor = pending.index_compressor[i];
+      if (m == 4) {
+        s.index_compressor = pending.index_compressor[i];
+      }
     }
-    for (int32_t p : s.window_pages) pools_.main.retain(p);
-    for (int32_t p : s.compressed_pages) pools_.main.retain(p);
-    for (int32_t p : s.index_pages) pools_.indexer.retain(p);
+    for (int32_t p : s.window_pages) {
+      pools_.main.retain(p);
+    }
+    for (int32_t p : s.compressed_pages) {
+      pools_.main.retain(p);
+    }
+    for (int32_t p : s.index_pages) {
+      pools_.indexer.retain(p);
+    }
   }
   return PrefixSnapshot(pools_, L, std::move(out));
 }
@@ -281,9 +336,10 @@ std::vector<PrefixSnapshot> SequenceKv::take_snapshots() { return std::exchange(
 
 int64_t SequenceKv::pages_held() const {
   int64_t n = 0;
-  for (const Layer& l : layers_)
+  for (const Layer& l : layers_) {
     n += static_cast<int64_t>(l.window_pages.size() + l.compressed_pages.size() +
                               l.index_pages.size());
+  }
   return n;
 }
 

@@ -77,7 +77,8 @@ class SequenceKv {
   // take_snapshots() hands the finished ones over (in increasing length).
   void request_snapshot(int64_t length);
   void compressor_pushed(int64_t layer, bool indexer, int64_t length_after) {
-    if (!pending_.empty()) record_compressor(layer, indexer, length_after);
+    if (!pending_.empty()) { record_compressor(layer, indexer, length_after);
+}
   }
   std::vector<PrefixSnapshot> take_snapshots();
 

@@ -43,7 +43,9 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
   const int64_t D = config.hidden_size, E = config.n_routed_experts, K = config.experts_per_token;
   std::vector<float> scores(static_cast<size_t>(tokens * E));
   ops::linear(x, tokens, moe.gate, scores.data());
-  for (float& s : scores) s = std::sqrt(softplus(s));
+  for (float& s : scores) {
+    s = std::sqrt(softplus(s));
+  }
 
   // Routing: per token K (expert, weight) pairs, then grouped by expert.
   std::vector<std::vector<int64_t>> rows_of(static_cast<size_t>(E));
@@ -56,7 +58,9 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
       const int64_t id = token_ids[t];
       TS_CHECK(id >= 0 && id * K < static_cast<int64_t>(moe.tid2eid.size()),
                "hash routing: token id {} outside tid2eid", id);
-      for (int64_t k = 0; k < K; ++k) chosen[k] = moe.tid2eid[static_cast<size_t>(id * K + k)];
+      for (int64_t k = 0; k < K; ++k) {
+        chosen[k] = moe.tid2eid[static_cast<size_t>(id * K + k)];
+      }
     } else {
       std::iota(order.begin(), order.end(), 0);
       const float* bias = moe.bias ? moe.bias->ptr() : nullptr;
@@ -67,7 +71,9 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
       std::copy(order.begin(), order.begin() + K, chosen.begin());
     }
     double sum = 0;
-    for (int32_t e : chosen) sum += s[e];
+    for (int32_t e : chosen) {
+      sum += s[e];
+    }
     for (int32_t e : chosen) {
       TS_CHECK(e >= 0 && e < E, "routing picked expert {} of {}", e, E);
       rows_of[e].push_back(t);
@@ -83,16 +89,20 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
   // rows and weights are the same on any thread (the GEMM is batch- and thread-invariant), and
   // the results are added in expert order afterwards, so the bits do not depend on the split.
   std::vector<int64_t> active;
-  for (int64_t e = 0; e < E; ++e)
-    if (!rows_of[e].empty()) active.push_back(e);
+  for (int64_t e = 0; e < E; ++e) {
+    if (!rows_of[e].empty()) {
+      active.push_back(e);
+    }
+  }
   std::vector<std::vector<float>> results(active.size());
   auto run_expert = [&](int64_t a) {
     const int64_t e = active[static_cast<size_t>(a)];
     const auto& rows = rows_of[e];
     const auto n = static_cast<int64_t>(rows.size());
     std::vector<float> gathered(static_cast<size_t>(n * D));
-    for (int64_t r = 0; r < n; ++r)
+    for (int64_t r = 0; r < n; ++r) {
       std::copy(x + rows[r] * D, x + (rows[r] + 1) * D, gathered.begin() + r * D);
+    }
     results[static_cast<size_t>(a)].resize(static_cast<size_t>(n * D));
     swiglu_expert(config, moe.experts[e], gathered.data(), n,
                   results[static_cast<size_t>(a)].data());
@@ -100,7 +110,9 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
   if (ops::gemm_threads_are_ours() && active.size() > 1) {
     ops::parallel_for(static_cast<int64_t>(active.size()), ops::compute_threads(), run_expert);
   } else {  // OpenBLAS threads each GEMM itself
-    for (int64_t a = 0; a < static_cast<int64_t>(active.size()); ++a) run_expert(a);
+    for (int64_t a = 0; a < static_cast<int64_t>(active.size()); ++a) {
+      run_expert(a);
+    }
   }
   for (size_t a = 0; a < active.size(); ++a) {
     const int64_t e = active[a];
@@ -110,7 +122,9 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
       const float w = weight_of[e][r];
       float* dst = out + rows[r] * D;
       const float* src = result.data() + static_cast<int64_t>(r) * D;
-      for (int64_t i = 0; i < D; ++i) dst[i] += w * src[i];
+      for (int64_t i = 0; i < D; ++i) {
+        dst[i] += w * src[i];
+      }
     }
   }
 }

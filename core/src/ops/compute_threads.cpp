@@ -69,8 +69,12 @@ class Helper {
   void finish() {
     const uint32_t job = posted_.load(std::memory_order_relaxed);
     uint32_t expected = job - 1;
-    if (claimed_.compare_exchange_strong(expected, job, std::memory_order_acq_rel)) return;
-    while (done_.load(std::memory_order_acquire) != job) cpu_relax();
+    if (claimed_.compare_exchange_strong(expected, job, std::memory_order_acq_rel)) {
+      return;
+    }
+    while (done_.load(std::memory_order_acquire) != job) {
+      cpu_relax();
+    }
   }
 
  private:
@@ -84,7 +88,9 @@ class Helper {
           posted_.wait(seen, std::memory_order_acquire);
         }
       }
-      if (stop_.load(std::memory_order_acquire)) return;
+      if (stop_.load(std::memory_order_acquire)) {
+        return;
+      }
       const uint32_t job = posted_.load(std::memory_order_acquire);
       seen = job;
       uint32_t expected = job - 1;
@@ -135,7 +141,9 @@ int compute_threads() { return t_in_items ? 1 : g_threads.load(std::memory_order
 
 void parallel_for(int64_t items, int threads, ItemFn body) {
   if (t_in_items) {  // nested: this thread already is one of a parallel_for's workers
-    for (int64_t i = 0; i < items; ++i) body.call(body.ctx, i);
+    for (int64_t i = 0; i < items; ++i) {
+      body.call(body.ctx, i);
+    }
     return;
   }
   struct Shared {

@@ -107,7 +107,9 @@ TS_SAMPLER_CLONES void bucket_masses(const float* w, int64_t n, double* copies) 
       copies[c * kBuckets + bucket_of(w[i + c])] += w[i + c];
     }
   }
-  for (; i < n; ++i) copies[bucket_of(w[i])] += w[i];
+  for (; i < n; ++i) {
+    copies[bucket_of(w[i])] += w[i];
+  }
 }
 
 // The smallest weight of level-1 bucket k >= 1.
@@ -129,8 +131,12 @@ TS_SAMPLER_CLONES float max_below(const float* w, int64_t n, float lo) {
     lanes = lanes > kept ? lanes : kept;
   }
   float m = 0.0f;
-  for (int j = 0; j < 8; ++j) m = std::max(m, lanes[j]);
-  for (; i < n; ++i) m = std::max(m, w[i] < lo ? w[i] : 0.0f);
+  for (int j = 0; j < 8; ++j) {
+    m = std::max(m, lanes[j]);
+  }
+  for (; i < n; ++i) {
+    m = std::max(m, w[i] < lo ? w[i] : 0.0f);
+  }
   return m;
 }
 
@@ -164,30 +170,44 @@ FastBoundary fast_boundary(std::span<const float> weights, double target, TopPSc
   double mass_k = 0.0;
   while (k-- > 1) {  // the tail (0) never holds the boundary here
     mass_k = 0.0;
-    for (size_t c = 0; c < kCopies; ++c) mass_k += s.copies[c * kBuckets + k];
-    if (above + mass_k >= target) break;
+    for (size_t c = 0; c < kCopies; ++c) {
+      mass_k += s.copies[c * kBuckets + k];
+    }
+    if (above + mass_k >= target) {
+      break;
+    }
     above += mass_k;
   }
-  if (k == 0) return out;
+  if (k == 0) {
+    return out;
+  }
 
   // Level 2 over the bucket's weights [lo, hi); the largest weight below the bucket.
   const float lo = bucket_lower_bound(k);
   const float hi =
       k + 1 < kBuckets ? bucket_lower_bound(k + 1) : std::numeric_limits<float>::infinity();
   float below_max = max_below(weights.data(), static_cast<int64_t>(weights.size()), lo);
-  if (s.bucket.size() < weights.size()) s.bucket.resize(weights.size());  // room for all
+  if (s.bucket.size() < weights.size()) {
+    s.bucket.resize(weights.size());  // room for all
+  }
   const std::span<const float> bucket(
       s.bucket.data(),
       static_cast<size_t>(gather_between(weights.data(), static_cast<int64_t>(weights.size()), lo,
                                          hi, s.bucket.data())));
   s.sub_mass.assign(kSubBuckets, 0.0);
-  for (const float w : bucket) s.sub_mass[sub_bucket_of(w)] += w;
+  for (const float w : bucket) {
+    s.sub_mass[sub_bucket_of(w)] += w;
+  }
   size_t k2 = kSubBuckets;
   while (k2-- > 0) {
-    if (above + s.sub_mass[k2] >= target) break;
+    if (above + s.sub_mass[k2] >= target) {
+      break;
+    }
     above += s.sub_mass[k2];
   }
-  if (k2 >= kSubBuckets) return out;  // rounding: the bucket's mass differs from its parts
+  if (k2 >= kSubBuckets) {
+    return out;  // rounding: the bucket's mass differs from its parts
+  }
 
   // The boundary's sub-bucket, sorted; what is below it inside the bucket for c_max.
   s.members.clear();
@@ -203,7 +223,9 @@ FastBoundary fast_boundary(std::span<const float> weights, double target, TopPSc
   for (size_t i = 0; i < s.members.size();) {
     size_t j = i;  // the group of equal weights [i, j)
     double group = 0.0;
-    for (; j < s.members.size() && s.members[j] == s.members[i]; ++j) group += s.members[j];
+    for (; j < s.members.size() && s.members[j] == s.members[i]; ++j) {
+      group += s.members[j];
+    }
     if (above + group >= target) {
       out.b = s.members[i];
       out.kept_mass = above + group;
@@ -217,7 +239,9 @@ FastBoundary fast_boundary(std::span<const float> weights, double target, TopPSc
 }
 
 TS_SAMPLER_CLONES void zero_below(float* w, int64_t n, float b) {
-  for (int64_t i = 0; i < n; ++i) w[i] = w[i] < b ? 0.0f : w[i];
+  for (int64_t i = 0; i < n; ++i) {
+    w[i] = w[i] < b ? 0.0f : w[i];
+  }
 }
 
 }  // namespace
@@ -229,16 +253,22 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   // Peaked rows first: when the weights >= kHeavy already hold the target mass, the boundary is
   // among them and only they are searched (a trained model at T < 1 keeps tens of tokens).
   FastBoundary fb;
-  if (scratch.heavy.size() < weights.size() + 16) scratch.heavy.resize(weights.size() + 16);
+  if (scratch.heavy.size() < weights.size() + 16) {
+    scratch.heavy.resize(weights.size() + 16);
+  }
   const HeavyPass heavy = heavy_weights(weights.data(), static_cast<int64_t>(weights.size()),
                                         kHeavy, scratch.heavy.data());
   if (heavy.mass >= target) {
     fb = fast_boundary({scratch.heavy.data(), static_cast<size_t>(heavy.count)}, target, scratch);
     fb.c_max = std::max(fb.c_max, heavy.max_below);
   }
-  if (!(fb.b > 0.0f)) fb = fast_boundary(weights, target, scratch);  // flat rows: everything
+  if (!(fb.b > 0.0f)) {
+    fb = fast_boundary(weights, target, scratch);  // flat rows: everything
+  }
   const float b = fb.b;
-  if (!(b > 0.0f)) return false;
+  if (!(b > 0.0f)) {
+    return false;
+  }
   // |A u B| <= V bounds the absolute error terms (a = 2^-126 each: negligible either way).
   const double kept_mass = fb.kept_mass, n_kept = static_cast<double>(weights.size());
   const float c_max = fb.c_max;
@@ -252,7 +282,9 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   const bool separated = b_lower > static_cast<double>(c_max) * (1.0 + d) + a;  // (1)
   const bool enough = kept_lower >= top_p * (total + total_error);              // (2)
   const bool minimal = kept_upper - b_lower < top_p * (total - total_error);    // (3)
-  if (!(separated && enough && minimal)) return false;
+  if (!(separated && enough && minimal)) {
+    return false;
+  }
   zero_below(weights.data(), static_cast<int64_t>(weights.size()), b);
   sum_weight_blocks(weights, sums);
   return true;

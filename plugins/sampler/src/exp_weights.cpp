@@ -77,14 +77,20 @@ using Doubles8 = double __attribute__((vector_size(64)));
 // The row's blocks summed (the last may be partial), and the total.
 [[gnu::always_inline]] inline double sum_blocks(const float* w, int64_t vocab, double* block_sums) {
   const int64_t full = vocab / kWeightBlock;
-  for (int64_t b = 0; b < full; ++b) block_sums[b] = sum_full_block(w + b * kWeightBlock);
+  for (int64_t b = 0; b < full; ++b) {
+    block_sums[b] = sum_full_block(w + b * kWeightBlock);
+  }
   if (full * kWeightBlock < vocab) {
     double tail = 0.0;
-    for (int64_t i = full * kWeightBlock; i < vocab; ++i) tail += static_cast<double>(w[i]);
+    for (int64_t i = full * kWeightBlock; i < vocab; ++i) {
+      tail += static_cast<double>(w[i]);
+    }
     block_sums[full] = tail;
   }
   double total = 0.0;
-  for (int64_t b = 0; b < (vocab + kWeightBlock - 1) / kWeightBlock; ++b) total += block_sums[b];
+  for (int64_t b = 0; b < (vocab + kWeightBlock - 1) / kWeightBlock; ++b) {
+    total += block_sums[b];
+  }
   return total;
 }
 

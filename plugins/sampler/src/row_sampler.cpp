@@ -13,7 +13,9 @@ namespace tessera::sampler {
 namespace {
 
 std::span<float> sized(std::vector<float>& buffer, int32_t vocab) {
-  if (buffer.size() < static_cast<size_t>(vocab)) buffer.resize(static_cast<size_t>(vocab));
+  if (buffer.size() < static_cast<size_t>(vocab)) {
+    buffer.resize(static_cast<size_t>(vocab));
+  }
   return {buffer.data(), static_cast<size_t>(vocab)};
 }
 
@@ -64,11 +66,15 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
   const std::span<float> weights = sized(ws.weights, vocab);
   fast_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
   int32_t token = certified_decisions(logits, l_max, params, u, kFastWeights, weights, ws);
-  if (token >= 0) return token;
+  if (token >= 0) {
+    return token;
+  }
   // Too close to call within the fast weights' error: decide on libm's weights themselves.
   libm_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
   token = certified_decisions(logits, l_max, params, u, kLibmWeights, weights, ws);
-  if (token >= 0) return token;
+  if (token >= 0) {
+    return token;
+  }
 
   if (values.empty()) {
     values = sized(ws.values, vocab);

@@ -33,7 +33,9 @@ constexpr size_t kStep = kLanes * kUnroll;
   uint64_t parts[sizeof m / sizeof(uint64_t)];
   std::memcpy(parts, &m, sizeof m);
   uint64_t any = 0;
-  for (const uint64_t p : parts) any |= p;
+  for (const uint64_t p : parts) {
+    any |= p;
+  }
   return any != 0;
 }
 
@@ -62,7 +64,9 @@ TS_SAMPLER_CLONES RowScan scan_row(std::span<const float> logits) {
   float max = minus_inf;
   bool any_bad = false;
   for (size_t u = 0; u < kUnroll; ++u) {
-    for (size_t j = 0; j < kLanes; ++j) max = max > lanes[u][j] ? max : lanes[u][j];
+    for (size_t j = 0; j < kLanes; ++j) {
+      max = max > lanes[u][j] ? max : lanes[u][j];
+    }
     any_bad = any_bad || any_set(bad[u]);
   }
   for (; i < n; ++i) {
@@ -79,11 +83,17 @@ TS_SAMPLER_CLONES int32_t first_index_of(std::span<const float> values, float va
   // Blocks of kStep: one vector "any equal" test, then the exact position inside the hit block.
   for (; i + kStep <= n; i += kStep) {
     Ints eq = load(v + i) == value;
-    for (size_t u = 1; u < kUnroll; ++u) eq |= load(v + i + u * kLanes) == value;
-    if (any_set(eq)) break;
+    for (size_t u = 1; u < kUnroll; ++u) {
+      eq |= load(v + i + u * kLanes) == value;
+    }
+    if (any_set(eq)) {
+      break;
+    }
   }
   for (; i < n; ++i) {
-    if (v[i] == value) return static_cast<int32_t>(i);
+    if (v[i] == value) {
+      return static_cast<int32_t>(i);
+    }
   }
   return -1;
 }
