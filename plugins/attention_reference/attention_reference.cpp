@@ -20,9 +20,10 @@ using tessera::sdk::fail;
 using tessera::sdk::ok;
 
 // Below this much work (query x key x head x dim multiply-adds) a batch runs on the caller's
-// thread alone: handing sequences to the host's threads costs a few microseconds, one 128-key
-// decode query ~50 us.
-constexpr int64_t kDefaultParallelMinWork = int64_t{1} << 21;
+// thread alone: handing sequences to the host's threads costs a few microseconds, and this much
+// work (plus the kv loads and the indexer that come with it) ~25 us. (It was 2^21, ~0.8 ms: a
+// 64-sequence decode of short contexts ran on one thread while the other core waited.)
+constexpr int64_t kDefaultParallelMinWork = int64_t{1} << 16;  // = the schema's default below
 
 struct ReferenceAttention {
   tessera::sdk::Logger log;
@@ -315,7 +316,7 @@ const ts_plugin_descriptor kDescriptor = {
     "1.0.0",
     "{\"compiler\":\"" __VERSION__ "\",\"cuda\":null,\"sm\":[]}",
     R"({"type":"object","properties":{"parallel_min_work":{"type":"integer","minimum":0,)"
-    R"("default":2097152,"description":"batches with less attention work (multiply-adds) run )"
+    R"("default":65536,"description":"batches with less attention work (multiply-adds) run )"
     R"(on one thread; larger ones are shared out by sequence over the host compute threads"}},"additionalProperties":false})",
     R"({"devices":["cpu"],"kv_formats":["any"],"cuda_graph":false})",
     check_support,
