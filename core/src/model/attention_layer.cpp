@@ -1,7 +1,10 @@
 #include "model/attention_layer.hpp"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
+#include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
 
@@ -19,6 +22,10 @@ std::vector<float> project(const float* x, int64_t rows, const Tensor& w) {
 
 // Feeds every token of the batch through a compressor; each closed window's entry is normalised,
 // rotated at its window start k*m and stored. `is_indexer` picks the indexer cache and state.
+// Sequences are independent (each has its own state), so their tokens are pushed in parallel, one
+// sequence per item, tokens in order; the entries are then given cache slots and stored on this
+// thread in batch order (the page pools are not thread-safe), so pages and bytes are the same as
+// a serial run's.
 void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor& w,
                     const ops::RopeTable& rope, const ForwardBatch& batch,
                     const std::vector<int64_t>& positions, const float* x, bool is_indexer) {
@@ -28,32 +35,48 @@ void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor
   std::vector<float> gate = project(x, T, w.wgate);
   const int64_t width = w.wkv.shape[0];
   const int64_t dim = w.norm.shape[0];
-  const ts_kv_layout& layout =
-      is_indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
-  uint8_t* pool = is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data();
-  int64_t row = 0;
-  for (const SequenceChunk& chunk : batch.chunks) {
+  const auto n_chunks = static_cast<int64_t>(batch.chunks.size());
+  std::vector<int64_t> first_row(static_cast<size_t>(n_chunks));
+  for (int64_t c = 0, row = 0; c < n_chunks; ++c) {
+    first_row[static_cast<size_t>(c)] = row;
+    row += static_cast<int64_t>(batch.chunks[static_cast<size_t>(c)].tokens.size());
+  }
+  // entries[c]: chunk c's closed windows (window index k, normalised and rotated entry).
+  std::vector<std::vector<std::pair<int64_t, std::vector<float>>>> entries(
+      static_cast<size_t>(n_chunks));
+  ops::parallel_for(n_chunks, ops::compute_threads(), [&](int64_t c) {
+    const SequenceChunk& chunk = batch.chunks[static_cast<size_t>(c)];
     CompressorState& state =
         is_indexer ? chunk.kv->index_compressor(layer) : chunk.kv->compressor(layer);
+    int64_t row = first_row[static_cast<size_t>(c)];
     for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
       const int64_t p = positions[row];
       float* g = gate.data() + row * width;
       const float* ape = w.ape.ptr() + (p % m) * width;
-      for (int64_t c = 0; c < width; ++c) g[c] += ape[c];
+      for (int64_t j = 0; j < width; ++j) {
+        g[j] += ape[j];
+      }
       auto entry = state.push(p, kv.data() + row * width, g);
       chunk.kv->compressor_pushed(layer, is_indexer, p + 1);  // prefix-cache snapshots
-      if (!entry) continue;
+      if (!entry) {
+        continue;
+      }
       ops::rms_norm(entry->data(), 1, dim, w.norm.ptr(),
                     static_cast<float>(ctx.config.rms_norm_eps));
       const int64_t k = p / m;
       rope.apply(entry->data(), 1, dim, k * m);
-      int64_t slot;
-      if (is_indexer) {
-        slot = chunk.kv->indexer_slot(layer, k);  // allocated with the main entry
-      } else {
-        slot = chunk.kv->append_compressed(layer);
-      }
-      ctx.kv_format.store(layout, entry->data(), std::span<const int64_t>(&slot, 1), pool);
+      entries[static_cast<size_t>(c)].emplace_back(k, std::move(*entry));
+    }
+  });
+  const ts_kv_layout& layout =
+      is_indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
+  uint8_t* pool = is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data();
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    SequenceKv& kv_cache = *batch.chunks[static_cast<size_t>(c)].kv;
+    for (auto& [k, entry] : entries[static_cast<size_t>(c)]) {
+      const int64_t slot = is_indexer ? kv_cache.indexer_slot(layer, k)  // allocated with main
+                                      : kv_cache.append_compressed(layer);
+      ctx.kv_format.store(layout, entry.data(), std::span<const int64_t>(&slot, 1), pool);
     }
   }
 }
