@@ -123,28 +123,30 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
   out.pre.resize(static_cast<size_t>(tokens * n));
   out.post.resize(static_cast<size_t>(tokens * n));
   out.comb.resize(static_cast<size_t>(tokens * n * n));
-  for (int64_t t = 0; t < tokens; ++t) {
-    const float* m = mix.data() + t * rows;
-    for (int64_t k = 0; k < n; ++k) {
-      out.pre[t * n + k] = sigmoid(m[k] * scale[0] + base[k]) + eps;
-      out.post[t * n + k] = 2.0f * sigmoid(m[n + k] * scale[1] + base[n + k]);
+  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {  // each token its own outputs
+    for (int64_t t = first; t < last; ++t) {
+      const float* m = mix.data() + t * rows;
+      for (int64_t k = 0; k < n; ++k) {
+        out.pre[t * n + k] = sigmoid(m[k] * scale[0] + base[k]) + eps;
+        out.post[t * n + k] = 2.0f * sigmoid(m[n + k] * scale[1] + base[n + k]);
+      }
+      float* c = out.comb.data() + t * n * n;
+      for (int64_t j = 0; j < n; ++j) {  // softmax over the last axis of each row j
+        float row_max = -INFINITY;
+        for (int64_t k = 0; k < n; ++k) {
+          c[j * n + k] = m[2 * n + j * n + k] * scale[2] + base[2 * n + j * n + k];
+          row_max = std::max(row_max, c[j * n + k]);
+        }
+        float sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          sum += (c[j * n + k] = std::exp(c[j * n + k] - row_max));
+        }
+        for (int64_t k = 0; k < n; ++k) {
+          c[j * n + k] = c[j * n + k] / sum + eps;
+        }
+      }
     }
-    float* c = out.comb.data() + t * n * n;
-    for (int64_t j = 0; j < n; ++j) {  // softmax over the last axis of each row j
-      float row_max = -INFINITY;
-      for (int64_t k = 0; k < n; ++k) {
-        c[j * n + k] = m[2 * n + j * n + k] * scale[2] + base[2 * n + j * n + k];
-        row_max = std::max(row_max, c[j * n + k]);
-      }
-      float sum = 0;
-      for (int64_t k = 0; k < n; ++k) {
-        sum += (c[j * n + k] = std::exp(c[j * n + k] - row_max));
-      }
-      for (int64_t k = 0; k < n; ++k) {
-        c[j * n + k] = c[j * n + k] / sum + eps;
-      }
-    }
-  }
+  });
   // comb [T, n, n] -> [n, n, T] for the batched Sinkhorn, and back.
   std::vector<float> by_entry(out.comb.size()), sums(static_cast<size_t>(tokens));
   for (int64_t t = 0; t < tokens; ++t) {
