@@ -13,7 +13,8 @@
 namespace tessera::bench {
 namespace {
 
-// The GEMMs of one 64-sequence decode step of the 50m preset (bench_model_config).
+// The GEMMs of one 64-sequence decode step of the 50m preset (bench_model_config), and two of the
+// shipped tiny-dsv4's.
 const std::vector<GemmShape> kShapes = {
     {1, 16384, 512},   // vocabulary head, one decode row (memory-bound)
     {16, 256, 512},    // an expert's w1 / w3 for its ~16 of 64 rows
@@ -21,6 +22,8 @@ const std::vector<GemmShape> kShapes = {
     {64, 256, 512},    // wq_a, shared expert w1 / w3
     {64, 1024, 256},   // wq_b
     {64, 16384, 512},  // vocabulary head, 64 rows
+    {64, 128, 256},    // tiny-dsv4 (models/): a 64-row projection, the shared expert's w1 / w3
+    {16, 128, 256},    // tiny-dsv4: a routed expert's w1 / w3 for its ~16 of 64 rows
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
