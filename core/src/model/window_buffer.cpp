@@ -10,16 +10,13 @@ struct WindowCache {
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<void*>> free_by_size;
   size_t bytes = 0;
-
-  ~WindowCache() {
-    for (auto& [size, blocks] : free_by_size)
-      for (void* block : blocks) ::operator delete(block, size);
-  }
 };
 
+// Never destroyed: a sequence owned by a static (a test's runtime) may free its windows during
+// static destruction, after a destroyed cache would be gone. What it holds stays reachable.
 WindowCache& cache() {
-  static WindowCache instance;  // destroyed after every static that could still free into it
-  return instance;
+  static auto* instance = new WindowCache;
+  return *instance;
 }
 
 }  // namespace

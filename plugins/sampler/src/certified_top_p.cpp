@@ -79,8 +79,9 @@ namespace {
 // Positive floats order like their bit patterns. Level 1 buckets by the top 12 bits below the
 // sign (8 exponent, 4 mantissa: each bucket a factor <= 2^(1/16) wide) over the 32 binades below
 // the largest weight (exactly 1); everything smaller shares one tail bucket (its mass is < V 2^-32
-// of the total: the boundary only lands there for top_p within ~1e-5 of 1, and then the caller
-// runs the scalar path). Level 2 splits the boundary's bucket by the next 8 bits.
+// of the total: the boundary only lands there for top_p within ~1e-5 of 1, and then the row is
+// left to the libm retry or the scalar path). Level 2 splits the boundary's bucket by the next 8
+// bits.
 constexpr int kBucketShift = 19;
 constexpr uint32_t kLowestBucket = (127u - 32u) << 4;                // bucket of 2^-32
 constexpr size_t kBuckets = ((127u + 1u) << 4) - kLowestBucket + 1;  // + the tail, index 0
@@ -89,8 +90,8 @@ constexpr size_t kSubBuckets = 256;
 constexpr size_t kCopies = TopPScratch::kCopies;
 
 // Weights are in [0, 1] (exp of a non-positive exponent); the clamp only keeps a stray larger one
-// inside the array.
-// Branch-free (the tail test would mispredict on every other weight of a peaked row).
+// inside the array. Branch-free: a tail test would mispredict on every other weight of a peaked
+// row.
 size_t bucket_of(float w) {
   const auto k = static_cast<int32_t>(std::bit_cast<uint32_t>(w) >> kBucketShift) -
                  static_cast<int32_t>(kLowestBucket);
