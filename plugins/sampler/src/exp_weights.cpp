@@ -16,8 +16,10 @@ namespace {
 // Cephes math library's expf (S. L. Moshier): ln2 split as C1 + C2 with C1 = 0.693359375 exactly
 // (9 bits), so n C1 is exact for the |n| <= 126 used here and x - n C1 loses nothing (Cody &
 // Waite); e^r = 1 + r + r^2 P(r), P of degree 5 (theoretical peak error 4.2e-9 on the interval).
-// The file is compiled without FMA contraction, so every clone computes the same bits. Measured
-// error against a double-precision exp: tests/unit/sampler_exp_weights_test.cpp.
+// The AVX2 / AVX-512 clones contract the polynomial and the reduction into FMAs (plugins/sampler/
+// CMakeLists.txt), the SSE2 clone rounds every step; both were measured against a double-precision
+// exp on every float exponent in [-104, 0] (exp_weights.hpp), and
+// tests/unit/sampler_kernels_test.cpp checks the bound on the running CPU's clone.
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kC1 = 0.693359375f;
 constexpr float kC2 = -2.12194440e-4f;

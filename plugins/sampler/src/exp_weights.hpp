@@ -1,7 +1,7 @@
 // Sampling weights w_i = exp((l_i - l_max) / T) for a whole row, vectorised. The exponent is the
 // same fp32 expression as the scalar path ((l - l_max) / T, rounded to float); exp itself is a
 // Cody-Waite reduction and a degree-7 polynomial in fp32 (exp_weights.cpp), within 1e-7
-// relative of the true value (tests/unit/sampler_exp_weights_test.cpp measures it), so within
+// relative of the true value (tests/unit/sampler_kernels_test.cpp measures it), so within
 // 2^-22 relative of libm's expf (glibc: <= 0.502 ulp).
 // Callers that need libm's exact bits (the draw must stay token-for-token identical to the scalar
 // sampler) certify their decisions against that bound (certified_draw.hpp) and fall back to
@@ -18,8 +18,9 @@ namespace tessera::sampler {
 inline constexpr int64_t kWeightBlock = 64;
 
 // Per-element bound used to certify decisions: |fast_i - expf_i| <= kWeightRelError * fast_i +
-// kWeightAbsError. Ours is within kFastExpRelError of the true value (max 8.2e-8 over every
-// float exponent in [-104, 0]; tests/unit/sampler_exp_weights_test.cpp samples it), glibc's expf
+// kWeightAbsError. Ours is within kFastExpRelError of the true value (max 8.4e-8 with FMA
+// contraction, the AVX2 / AVX-512 clones, and 8.2e-8 without, the SSE2 clone, over every
+// float exponent in [-104, 0]; tests/unit/sampler_kernels_test.cpp samples it), glibc's expf
 // within 0.502 ulp <= 0.502 * 2^-23 relative: together < 1.6e-7 < 2^-22 = 2.4e-7. The absolute
 // term covers results under the smallest normal float (ours are 0 there).
 inline constexpr double kFastExpRelError = 1.0e-7;
