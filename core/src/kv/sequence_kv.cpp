@@ -32,15 +32,7 @@ SequenceKv::SequenceKv(const dsv4::ModelConfig& config, KvPools& pools, const Pr
     d.compressed_pages = s.compressed_pages;
     d.index_pages = s.index_pages;
     d.n_compressed = s.n_compressed;
-    for (int32_t p : d.window_pages) {
-      pools_.main.retain(p);
-    }
-    for (int32_t p : d.compressed_pages) {
-      pools_.main.retain(p);
-    }
-    for (int32_t p : d.index_pages) {
-      pools_.indexer.retain(p);
-    }
+    for_each_page(d, &PagePool::retain);
     if (ratios_[l] > 0) {
       d.compressor.restore(s.compressor);
     }
@@ -72,16 +64,20 @@ void SequenceKv::init_layers(const dsv4::ModelConfig& config) {
 }
 
 SequenceKv::~SequenceKv() {
-  for (Layer& layer : layers_) {
-    for (int32_t p : layer.window_pages) {
-      pools_.main.release(p);
-    }
-    for (int32_t p : layer.compressed_pages) {
-      pools_.main.release(p);
-    }
-    for (int32_t p : layer.index_pages) {
-      pools_.indexer.release(p);
-    }
+  for (const Layer& layer : layers_) {
+    for_each_page(layer, &PagePool::release);
+  }
+}
+
+void SequenceKv::for_each_page(const Layer& layer, void (PagePool::*op)(int32_t)) {
+  for (const int32_t p : layer.window_pages) {
+    (pools_.main.*op)(p);
+  }
+  for (const int32_t p : layer.compressed_pages) {
+    (pools_.main.*op)(p);
+  }
+  for (const int32_t p : layer.index_pages) {
+    (pools_.indexer.*op)(p);
   }
 }
 

@@ -77,8 +77,9 @@ class SequenceKv {
   // take_snapshots() hands the finished ones over (in increasing length).
   void request_snapshot(int64_t length);
   void compressor_pushed(int64_t layer, bool indexer, int64_t length_after) {
-    if (!pending_.empty()) { record_compressor(layer, indexer, length_after);
-}
+    if (!pending_.empty()) {
+      record_compressor(layer, indexer, length_after);
+    }
   }
   std::vector<PrefixSnapshot> take_snapshots();
 
@@ -100,6 +101,8 @@ class SequenceKv {
     std::vector<uint8_t> recorded;  // [layers] bit 1: compressor, bit 2: index compressor
   };
   void init_layers(const dsv4::ModelConfig& config);
+  // Applies op (retain or release) to every page the layer holds, each in its own pool.
+  void for_each_page(const Layer& layer, void (PagePool::*op)(int32_t));
   int32_t take(PagePool& pool);
   // Copies `page` when another holder may read the entry about to be written.
   int32_t own_for_write(PagePool& pool, int32_t page, int64_t entry);
