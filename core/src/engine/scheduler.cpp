@@ -22,8 +22,7 @@ void Scheduler::remove(Sequence* seq) {
 }
 
 void Scheduler::free_kv(Sequence* seq) {
-  if (seq->has_kv) executor_.apply({CacheOpKind::kFree, seq->id, 0});
-  seq->has_kv = false;
+  if (seq->kv != nullptr) executor_.apply({CacheOpKind::kFree, seq->id, 0});
   seq->kv = nullptr;
   seq->kv_length = 0;
   seq->cursor_node = 0;
@@ -110,7 +109,6 @@ void Scheduler::admit(Sequence* seq) {
   } else {
     executor_.apply({CacheOpKind::kCreate, seq->id, 0});
   }
-  seq->has_kv = true;
   seq->kv = &executor_.leader().sequence(seq->id);
   seq->kv_length = match.length;
   seq->cursor_node = match.node;

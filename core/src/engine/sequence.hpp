@@ -36,9 +36,9 @@ struct Sequence {
   std::vector<int32_t> tokens;  // prompt + output
   int64_t n_prompt = 0;
   SequenceState state = SequenceState::kWaiting;
-  bool has_kv = false;             // a SequenceKv exists on the ranks
-  const SequenceKv* kv = nullptr;  // rank 0's, while has_kv (the scheduler's page demand)
-  int64_t kv_length = 0;           // tokens whose kv is cached (== rank 0's SequenceKv::length())
+  // Rank 0's SequenceKv while the sequence has a cache on the ranks (the scheduler's page demand).
+  const SequenceKv* kv = nullptr;
+  int64_t kv_length = 0;  // tokens whose kv is cached (== rank 0's SequenceKv::length())
   int64_t cached_tokens = 0;
   int64_t preemptions = 0;
   bool admitted_once = false;

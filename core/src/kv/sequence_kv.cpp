@@ -130,19 +130,15 @@ bool SequenceKv::closes_a_window(int64_t length) const {
 }
 
 PageDemand SequenceKv::pages_needed(int64_t n_tokens) const {
-  PageDemand d;
-  if (n_tokens <= 0) {
-    return d;
-  }
   // One decode token inside the pages every window already holds, closing no compression window,
   // with no page shared with the prefix cache (so no copy-on-write): nothing to allocate. Most
   // decode steps end here, reading this object only: the per-layer page lists below are cold in
   // the cache after a step's forward (measured ~1 us per sequence on the 50m preset).
   if (n_tokens == 1 && windows_open_ && !may_share_ && length_ % page_ != 0 &&
       !closes_a_window(length_ + 1)) {
-    return d;
+    return {};
   }
-  return pages_needed_by_layer(n_tokens);
+  return pages_needed_by_layer(n_tokens);  // (0 for n_tokens <= 0)
 }
 
 PageDemand SequenceKv::pages_needed_by_layer(int64_t n_tokens) const {

@@ -270,15 +270,15 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   if (!(b > 0.0f)) {
     return false;
   }
-  // |A u B| <= V bounds the absolute error terms (a = 2^-126 each: negligible either way).
-  const double kept_mass = fb.kept_mass, n_kept = static_cast<double>(weights.size());
+  const double kept_mass = fb.kept_mass;
   const float c_max = fb.c_max;
   const double d = bound.rel, a = bound.abs;
+  // |A u B| <= V also bounds the kept set's absolute error terms (a = 2^-126 each: negligible).
   const auto vocab = static_cast<double>(weights.size());
   const double rounding = 4.0 * vocab * 0x1.0p-53 * total;
   const double total_error = d * total + vocab * a + rounding;
-  const double kept_upper = kept_mass * (1.0 + d) + n_kept * a + rounding;
-  const double kept_lower = kept_mass * (1.0 - d) - n_kept * a - rounding;
+  const double kept_upper = kept_mass * (1.0 + d) + vocab * a + rounding;
+  const double kept_lower = kept_mass * (1.0 - d) - vocab * a - rounding;
   const double b_lower = static_cast<double>(b) * (1.0 - d) - a;
   const bool separated = b_lower > static_cast<double>(c_max) * (1.0 + d) + a;  // (1)
   const bool enough = kept_lower >= top_p * (total + total_error);              // (2)
