@@ -123,6 +123,48 @@ TEST_F(GemmTest, AvxKernelIsBatchInvariant) {
   }
 }
 
+// A group (the MoE's experts, the projections of one x) gives each product exactly the bits of
+// computing it alone: strided and packed x, tails, an empty K and an empty product among them.
+TEST_F(GemmTest, GroupGivesEveryProductItsOwnBits) {
+  struct Shape {
+    int64_t rows, out, in, ldx;
+  };
+  const std::vector<Shape> shapes = {{64, 128, 256, 256}, {16, 128, 256, 256}, {3, 17, 100, 1024},
+                                     {70, 130, 17, 17},   {1, 64, 512, 512},   {5, 4, 0, 0},
+                                     {0, 8, 16, 16},      {33, 256, 128, 1024}};
+  std::vector<std::vector<float>> xs, ws;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    xs.push_back(random_values(static_cast<size_t>(std::max<int64_t>(s.rows * s.ldx, 1)),
+                               static_cast<uint32_t>(2 * i + 40)));
+    ws.push_back(random_values(static_cast<size_t>(std::max<int64_t>(s.out * s.in, 1)),
+                               static_cast<uint32_t>(2 * i + 41)));
+  }
+  for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
+    set_gemm_backend(backend);
+    for (const int threads : {1, 2, 3}) {
+      set_compute_threads(threads);
+      std::vector<std::vector<float>> alone, grouped;
+      std::vector<GemmNtArgs> gemms;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const Shape& s = shapes[i];
+        alone.emplace_back(static_cast<size_t>(s.rows * s.out), -1.0f);
+        grouped.emplace_back(static_cast<size_t>(s.rows * s.out), -2.0f);
+        linear_strided(xs[i].data(), s.rows, s.in, s.ldx, ws[i].data(), s.out, s.in,
+                       alone[i].data(), s.out);
+        gemms.push_back({xs[i].data(), s.rows, s.in, s.ldx, ws[i].data(), s.out, s.in,
+                         grouped[i].data(), s.out});
+      }
+      linear_group(gemms);
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        ASSERT_EQ(grouped[i], alone[i])
+            << "product " << i << " (" << shapes[i].rows << " x " << shapes[i].out << " x "
+            << shapes[i].in << "), " << threads << " threads, " << gemm_backend_name();
+      }
+    }
+  }
+}
+
 TEST_F(GemmTest, NanStaysInItsRow) {
   for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
     set_gemm_backend(backend);

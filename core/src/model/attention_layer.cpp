@@ -1,6 +1,7 @@
 #include "model/attention_layer.hpp"
 
 #include <cmath>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -14,25 +15,56 @@ namespace {
 
 constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
 
-std::vector<float> project(const float* x, int64_t rows, const Tensor& w) {
-  std::vector<float> y(static_cast<size_t>(rows * w.shape[0]));
-  ops::linear(x, rows, w, y.data());
-  return y;
+// Products of one input with several weights, computed together (ops::linear_group):
+// add(w) returns the product's row-major [rows, w.out] output, filled by run().
+class Projections {
+ public:
+  Projections(const float* x, int64_t rows) : x_(x), rows_(rows) {}
+  std::vector<float>& add(const Tensor& w) {
+    const int64_t out = w.shape[0], in = w.shape[1];
+    outputs_.emplace_back(static_cast<size_t>(rows_ * out));
+    gemms_.push_back({x_, rows_, in, in, w.ptr(), out, in, nullptr, out});
+    return outputs_.back();
+  }
+  void run() {
+    for (size_t i = 0; i < gemms_.size(); ++i) {
+      gemms_[i].y = outputs_[i].data();
+    }
+    ops::linear_group(gemms_);
+  }
+
+ private:
+  const float* x_;
+  int64_t rows_;
+  std::deque<std::vector<float>> outputs_;  // stable addresses as more are added
+  std::vector<ops::GemmNtArgs> gemms_;
+};
+
+// A compressor's projections of x: kv rows and gate rows (ape still to be added), [T, c*d] each.
+struct CompressorInput {
+  std::vector<float>* kv = nullptr;
+  std::vector<float>* gate = nullptr;
+};
+
+CompressorInput add_compressor(Projections& p, const Compressor& w) {
+  std::vector<float>& kv = p.add(w.wkv);
+  std::vector<float>& gate = p.add(w.wgate);
+  return {&kv, &gate};
 }
 
-// Feeds every token of the batch through a compressor; each closed window's entry is normalised,
-// rotated at its window start k*m and stored. `is_indexer` picks the indexer cache and state.
-// Sequences are independent (each has its own state), so their tokens are pushed in parallel, one
-// sequence per item, tokens in order; the entries are then given cache slots and stored on this
-// thread in batch order (the page pools are not thread-safe), so pages and bytes are the same as
-// a serial run's.
+// Feeds every token of the batch (its kv and gate projections in `input`) through a compressor;
+// each closed window's entry is normalised, rotated at its window start k*m and stored.
+// `is_indexer` picks the indexer cache and state. Sequences are independent (each has its own
+// state), so their tokens are pushed in parallel, one sequence per item, tokens in order; the
+// entries are then given cache slots and stored on this thread in batch order (the page pools are
+// not thread-safe), so pages and bytes are the same as a serial run's.
 void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor& w,
                     const ops::RopeTable& rope, const ForwardBatch& batch,
-                    const std::vector<int64_t>& positions, const float* x, bool is_indexer) {
-  const int64_t T = static_cast<int64_t>(positions.size());
+                    const std::vector<int64_t>& positions, const CompressorInput& input,
+                    bool is_indexer) {
   const int64_t m = ctx.config.compress_ratio(layer);
-  const std::vector<float> kv = project(x, T, w.wkv);
-  std::vector<float> gate = project(x, T, w.wgate);
+  const std::vector<float>& kv = *input.kv;
+  std::vector<float>& gate = *input.gate;
   const int64_t width = w.wkv.shape[0];
   const int64_t dim = w.norm.shape[0];
   const auto n_chunks = static_cast<int64_t>(batch.chunks.size());
@@ -93,11 +125,26 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   const int64_t Dh = cfg.head_dim, H = w.wq_b.shape[0] / Dh, m = cfg.compress_ratio(layer);
   const float eps = static_cast<float>(cfg.rms_norm_eps);
 
-  std::vector<float> q_lat = project(x, T, w.wq_a);  // [T, q_lora_rank]
+  // Every product of x in one pass, then every product of the normalised q latent in another.
+  Projections of_x(x, T);
+  std::vector<float>& q_lat = of_x.add(w.wq_a);  // [T, q_lora_rank]
+  std::vector<float>& kv = of_x.add(w.wkv);      // [T, Dh]
+  CompressorInput main_input, index_input;
+  std::vector<float>* index_w_rows = nullptr;  // [T, IH]
+  if (m > 0) {
+    main_input = add_compressor(of_x, *w.compressor);
+  }
+  if (m == 4) {
+    index_input = add_compressor(of_x, w.indexer->compressor);
+    index_w_rows = &of_x.add(w.indexer->weights_proj);
+  }
+  of_x.run();
   ops::rms_norm(q_lat.data(), T, cfg.q_lora_rank, w.q_norm.ptr(), eps);
-  std::vector<float> q = project(q_lat.data(), T, w.wq_b);  // [T, H, Dh]
+  Projections of_q_lat(q_lat.data(), T);
+  std::vector<float>& q = of_q_lat.add(w.wq_b);  // [T, H, Dh]
+  std::vector<float>* index_q_rows = m == 4 ? &of_q_lat.add(w.indexer->wq_b) : nullptr;
+  of_q_lat.run();
   ops::rms_norm_unweighted(q.data(), T * H, Dh, eps);
-  std::vector<float> kv = project(x, T, w.wkv);  // [T, Dh]
   ops::rms_norm(kv.data(), T, Dh, w.kv_norm.ptr(), eps);
   for (int64_t t = 0; t < T; ++t) {
     rope.apply(q.data() + t * H * Dh, H, Dh, positions[t]);
@@ -112,19 +159,19 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   ctx.kv_format.store(ctx.kv_format.main_layout(), kv.data(), slots, ctx.pools.main.data());
 
   std::vector<float> index_q, index_w;
-  if (m > 0) {
-    if (m == 4) {  // indexer keys first: append_compressed (main) allocates the indexer slot too
-      run_compressor(ctx, layer, *w.compressor, rope, batch, positions, x, false);
-      run_compressor(ctx, layer, w.indexer->compressor, rope, batch, positions, x, true);
-    } else {
-      run_compressor(ctx, layer, *w.compressor, rope, batch, positions, x, false);
+  if (m > 0) {  // main first: append_compressed (main) allocates the indexer slot too
+    run_compressor(ctx, layer, *w.compressor, rope, batch, positions, main_input, false);
+    if (m == 4) {
+      run_compressor(ctx, layer, w.indexer->compressor, rope, batch, positions, index_input, true);
     }
   }
   if (m == 4) {
     const int64_t IH = cfg.index_n_heads, ID = cfg.index_head_dim;
-    index_q = project(q_lat.data(), T, w.indexer->wq_b);  // [T, IH, ID], no norm
-    for (int64_t t = 0; t < T; ++t) rope.apply(index_q.data() + t * IH * ID, IH, ID, positions[t]);
-    index_w = project(x, T, w.indexer->weights_proj);  // [T, IH]
+    index_q = std::move(*index_q_rows);  // [T, IH, ID], no norm
+    for (int64_t t = 0; t < T; ++t) {
+      rope.apply(index_q.data() + t * IH * ID, IH, ID, positions[t]);
+    }
+    index_w = std::move(*index_w_rows);
     // nI^-0.5 on the head weights and index_head_dim^-0.5 on the score (TRANSFORMERS_NOTES §F)
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(IH)) /
                                            std::sqrt(static_cast<double>(ID)));
@@ -204,9 +251,12 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   // (wo_b holds the matching input columns); the caller all-reduces it.
   const int64_t OL = cfg.o_lora_rank, G = w.wo_a.shape[0] / OL, in_g = H / G * Dh;
   std::vector<float> z(static_cast<size_t>(T * G * OL));
-  for (int64_t g = 0; g < G; ++g)
-    ops::linear_strided(o.data() + g * in_g, T, in_g, H * Dh, w.wo_a.ptr() + g * OL * in_g, OL,
-                        in_g, z.data() + g * OL, G * OL);
+  std::vector<ops::GemmNtArgs> groups;
+  for (int64_t g = 0; g < G; ++g) {
+    groups.push_back({o.data() + g * in_g, T, in_g, H * Dh, w.wo_a.ptr() + g * OL * in_g, OL, in_g,
+                      z.data() + g * OL, G * OL});
+  }
+  ops::linear_group(groups);
   ops::linear(z.data(), T, w.wo_b, out);
 }
 

@@ -82,8 +82,8 @@ std::vector<float> mix_logits(const ModelConfig& config, const Tensor& fn, const
 // c: [n, n, T], token innermost, so every step is a loop over tokens the compiler vectorises;
 // each token sees exactly the operations (and order of float additions) of the one-matrix
 // version, so the result is bit-identical to running it token by token.
-void sinkhorn_batched(float* __restrict c, int64_t n, int64_t T, int64_t iters, float eps,
-                      float* __restrict sum) {
+TS_SIMD_CLONES void sinkhorn_batched(float* __restrict c, int64_t n, int64_t T, int64_t iters,
+                                     float eps, float* __restrict sum) {
   auto at = [&](int64_t j, int64_t k) { return c + (j * n + k) * T; };
   auto normalise = [&](bool columns) {
     for (int64_t a = 0; a < n; ++a) {  // a: the column (or row) being normalised
@@ -123,7 +123,8 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
   out.pre.resize(static_cast<size_t>(tokens * n));
   out.post.resize(static_cast<size_t>(tokens * n));
   out.comb.resize(static_cast<size_t>(tokens * n * n));
-  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {  // each token its own outputs
+  // Each token's outputs are its own, so chunks of tokens run on any thread with the same bits.
+  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       const float* m = mix.data() + t * rows;
       for (int64_t k = 0; k < n; ++k) {
@@ -146,21 +147,21 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
         }
       }
     }
-  });
-  // comb [T, n, n] -> [n, n, T] for the batched Sinkhorn, and back.
-  std::vector<float> by_entry(out.comb.size()), sums(static_cast<size_t>(tokens));
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t e = 0; e < n * n; ++e) {
-      by_entry[e * tokens + t] = out.comb[t * n * n + e];
+    // comb [T, n, n] -> [n, n, T] for the batched Sinkhorn, and back.
+    const int64_t count = last - first;
+    std::vector<float> by_entry(static_cast<size_t>(count * n * n)),
+        sums(static_cast<size_t>(count));
+    for (int64_t t = 0; t < count; ++t) {
+      for (int64_t e = 0; e < n * n; ++e) {
+        by_entry[e * count + t] = out.comb[(first + t) * n * n + e];
+      }
     }
-  }
-  sinkhorn_batched(by_entry.data(), n, tokens, config.hc_sinkhorn_iters, eps, sums.data());
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t e = 0; e < n * n; ++e) {
-      out.comb[t * n * n + e] = by_entry[e * tokens + t];
+    sinkhorn_batched(by_entry.data(), n, count, config.hc_sinkhorn_iters, eps, sums.data());
+    for (int64_t t = 0; t < count; ++t) {
+      for (int64_t e = 0; e < n * n; ++e) {
+        out.comb[(first + t) * n * n + e] = by_entry[e * count + t];
+      }
     }
-  }
-  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       pre_mix_token(out.pre.data() + t * n, streams + t * n * D, n, D, x_in + t * D);
     }

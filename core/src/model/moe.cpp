@@ -17,23 +17,58 @@ float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // 
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-// y[rows, D] = w2 . (silu(min(w1 x, L)) * clamp(w3 x, -L, L))
-void swiglu_expert(const ModelConfig& config, const Expert& e, const float* x, int64_t rows,
-                   float* y) {
-  const int64_t inter = e.w1.shape[0];
-  std::vector<float> gate(static_cast<size_t>(rows * inter)), up(gate.size());
-  ops::linear(x, rows, e.w1, gate.data());
-  ops::linear(x, rows, e.w3, up.data());
-  const float limit = static_cast<float>(config.swiglu_limit);
-  for (size_t i = 0; i < gate.size(); ++i) {
-    float g = gate[i], u = up[i];
+// h = silu(min(g, L)) * clamp(u, -L, L) elementwise, in place of g (the SwiGLU between w1 / w3
+// and w2; L = swiglu_limit, none when 0).
+void swiglu(float* g, const float* u, int64_t count, float limit) {
+  for (int64_t i = 0; i < count; ++i) {
+    float gi = g[i], ui = u[i];
     if (limit > 0) {
-      g = std::min(g, limit);
-      u = std::clamp(u, -limit, limit);
+      gi = std::min(gi, limit);
+      ui = std::clamp(ui, -limit, limit);
     }
-    gate[i] = silu(g) * u;
+    g[i] = silu(gi) * ui;
   }
-  ops::linear(gate.data(), rows, e.w2, y);
+}
+
+// One expert's share of a layer: rows of x (the shared expert: all tokens; a routed one: its
+// tokens, gathered), its hidden activations and its output.
+struct ExpertRun {
+  const Expert* expert;
+  const float* x;  // [rows, D]
+  int64_t rows;
+  size_t hidden;  // offset of its [rows, I] gate and up rows in the layer's buffers
+  float* y;       // [rows, D]
+};
+
+// y = w2 . swiglu(w1 x, w3 x) for every run: each step is one linear_group over all the experts,
+// so the threads share the whole layer's GEMMs (a batch's routed experts have ~tokens * K / E
+// rows each: too small to split one GEMM well) with one hand-off per step.
+void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, int64_t D) {
+  const int64_t I = runs.front().expert->w1.shape[0];
+  size_t hidden_rows = 0;
+  for (const ExpertRun& r : runs) {
+    hidden_rows += static_cast<size_t>(r.rows);
+  }
+  std::vector<float> gate(hidden_rows * static_cast<size_t>(I)), up(gate.size());
+  std::vector<ops::GemmNtArgs> gemms;
+  for (const ExpertRun& r : runs) {
+    const Expert& e = *r.expert;
+    gemms.push_back({r.x, r.rows, D, D, e.w1.ptr(), I, D, gate.data() + r.hidden * I, I});
+    gemms.push_back({r.x, r.rows, D, D, e.w3.ptr(), I, D, up.data() + r.hidden * I, I});
+  }
+  ops::linear_group(gemms);
+  const auto limit = static_cast<float>(config.swiglu_limit);
+  const auto total = static_cast<int64_t>(gate.size());
+  constexpr int64_t kPerItem = 4096;
+  ops::parallel_for((total + kPerItem - 1) / kPerItem, ops::compute_threads(), [&](int64_t c) {
+    const int64_t first = c * kPerItem;
+    swiglu(gate.data() + first, up.data() + first, std::min(kPerItem, total - first), limit);
+  });
+  gemms.clear();
+  for (const ExpertRun& r : runs) {
+    gemms.push_back({gate.data() + r.hidden * I, r.rows, I, I, r.expert->w2.ptr(), D, I, r.y, D});
+  }
+  ops::linear_group(gemms);
 }
 
 }  // namespace
@@ -82,51 +117,52 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
     }
   }
 
-  swiglu_expert(config, moe.shared, x, tokens, out);  // shared expert writes out first
-
-  // Routed experts: each on one thread, the experts shared over the compute threads (a batch's
-  // expert GEMMs have ~tokens * K / E rows: too small to split one GEMM well). Every expert's
-  // rows and weights are the same on any thread (the GEMM is batch- and thread-invariant), and
-  // the results are added in expert order afterwards, so the bits do not depend on the split.
-  std::vector<int64_t> active;
+  // The shared expert writes `out`; the routed ones (ascending) write their own rows, which are
+  // then added into `out` token by token in expert order: the same additions in the same order
+  // whatever the thread split.
+  std::vector<ExpertRun> runs{{&moe.shared, x, tokens, 0, out}};
+  std::vector<int64_t> first(static_cast<size_t>(E) + 1, 0);
   for (int64_t e = 0; e < E; ++e) {
-    if (!rows_of[e].empty()) {
-      active.push_back(e);
-    }
+    first[e + 1] = first[e] + static_cast<int64_t>(rows_of[e].size());
   }
-  std::vector<std::vector<float>> results(active.size());
-  auto run_expert = [&](int64_t a) {
-    const int64_t e = active[static_cast<size_t>(a)];
+  std::vector<float> gathered(static_cast<size_t>(first[E] * D)), results(gathered.size());
+  for (int64_t e = 0; e < E; ++e) {
     const auto& rows = rows_of[e];
-    const auto n = static_cast<int64_t>(rows.size());
-    std::vector<float> gathered(static_cast<size_t>(n * D));
-    for (int64_t r = 0; r < n; ++r) {
-      std::copy(x + rows[r] * D, x + (rows[r] + 1) * D, gathered.begin() + r * D);
-    }
-    results[static_cast<size_t>(a)].resize(static_cast<size_t>(n * D));
-    swiglu_expert(config, moe.experts[e], gathered.data(), n,
-                  results[static_cast<size_t>(a)].data());
-  };
-  if (ops::gemm_threads_are_ours() && active.size() > 1) {
-    ops::parallel_for(static_cast<int64_t>(active.size()), ops::compute_threads(), run_expert);
-  } else {  // OpenBLAS threads each GEMM itself
-    for (int64_t a = 0; a < static_cast<int64_t>(active.size()); ++a) {
-      run_expert(a);
-    }
-  }
-  for (size_t a = 0; a < active.size(); ++a) {
-    const int64_t e = active[a];
-    const auto& rows = rows_of[e];
-    const std::vector<float>& result = results[a];
     for (size_t r = 0; r < rows.size(); ++r) {
-      const float w = weight_of[e][r];
-      float* dst = out + rows[r] * D;
-      const float* src = result.data() + static_cast<int64_t>(r) * D;
-      for (int64_t i = 0; i < D; ++i) {
-        dst[i] += w * src[i];
-      }
+      std::copy_n(x + rows[r] * D, D, gathered.begin() + (first[e] + static_cast<int64_t>(r)) * D);
+    }
+    if (!rows.empty()) {
+      runs.push_back({&moe.experts[e], gathered.data() + first[e] * D,
+                      static_cast<int64_t>(rows.size()), static_cast<size_t>(tokens + first[e]),
+                      results.data() + first[e] * D});
     }
   }
+  run_experts(config, runs, D);
+
+  // Per token, its (result row, weight) pairs in expert order.
+  std::vector<int64_t> count(static_cast<size_t>(tokens), 0), src(static_cast<size_t>(tokens * K));
+  std::vector<float> weight(src.size());
+  for (int64_t e = 0; e < E; ++e) {
+    for (size_t r = 0; r < rows_of[e].size(); ++r) {
+      const int64_t t = rows_of[e][r];
+      src[t * K + count[t]] = first[e] + static_cast<int64_t>(r);
+      weight[t * K + count[t]++] = weight_of[e][r];
+    }
+  }
+  constexpr int64_t kTokensPerItem = 8;
+  ops::parallel_for(
+      (tokens + kTokensPerItem - 1) / kTokensPerItem, ops::compute_threads(), [&](int64_t c) {
+        for (int64_t t = c * kTokensPerItem; t < std::min(tokens, (c + 1) * kTokensPerItem); ++t) {
+          float* dst = out + t * D;
+          for (int64_t k = 0; k < count[t]; ++k) {
+            const float w = weight[t * K + k];
+            const float* row = results.data() + src[t * K + k] * D;
+            for (int64_t i = 0; i < D; ++i) {
+              dst[i] += w * row[i];
+            }
+          }
+        }
+      });
 }
 
 }  // namespace tessera::dsv4

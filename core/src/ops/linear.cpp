@@ -22,6 +22,9 @@ constexpr int64_t kMinMaddsPerItem = int64_t{64} * 1024;
 // that most of its chunks are prefetched (measured on the 50m step: 1, 2, 4 per thread ->
 // 24.7-26.2, 24.6-24.9, 25.6-28.3 ms).
 constexpr int64_t kItemsPerThread = 2;
+// A group's products differ in size, so it is cut finer: about this many items per thread, the
+// largest handed out first (longest-processing-time order keeps the threads' finish times close).
+constexpr int64_t kGroupItemsPerThread = 4;
 
 GemmBackend initial_backend() {
   const char* env = std::getenv("TESSERA_GEMM");
@@ -36,6 +39,25 @@ std::atomic<GemmBackend> g_backend{initial_backend()};
 bool use_avx512() {
   return g_backend.load(std::memory_order_relaxed) == GemmBackend::kAuto &&
          gemm_nt_avx512_available();
+}
+
+// x rows a multiple of 4 KiB apart, copied together (see linear_avx512); `store` owns the copy.
+void pack_rows(GemmNtArgs& a, std::vector<float>& store) {
+  if (a.rows <= 1 || a.ldx == a.in) {
+    return;
+  }
+  store.resize(static_cast<size_t>(a.rows * a.in));
+  for (int64_t m = 0; m < a.rows; ++m) {
+    std::copy_n(a.x + m * a.ldx, a.in, store.begin() + m * a.in);
+  }
+  a.x = store.data();
+  a.ldx = a.in;
+}
+
+void zero_output(const GemmNtArgs& a) {
+  for (int64_t m = 0; m < a.rows; ++m) {
+    std::fill_n(a.y + m * a.ldy, a.out, 0.0f);
+  }
 }
 
 void linear_blas(const GemmNtArgs& a) {
@@ -55,14 +77,7 @@ void linear_avx512(GemmNtArgs a) {
   // same L1 sets and evict each other while every block of W meets them: copy them together
   // first (rows * in floats, against rows * in * out multiply-adds).
   thread_local std::vector<float> packed_x;
-  if (a.rows > 1 && a.ldx != a.in) {
-    packed_x.resize(static_cast<size_t>(a.rows * a.in));
-    for (int64_t m = 0; m < a.rows; ++m) {
-      std::copy_n(a.x + m * a.ldx, a.in, packed_x.begin() + m * a.in);
-    }
-    a.x = packed_x.data();
-    a.ldx = a.in;
-  }
+  pack_rows(a, packed_x);
   // Shared out in items of whole W chunks, two or more chunks per item where there are enough,
   // so each thread's kernel call can prefetch its next chunk while computing one. A W of fewer
   // chunks than threads (few, long rows: the hyper-connection mix, 24 x 2048) is split by 4-row
@@ -102,9 +117,7 @@ void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const
   }
   const GemmNtArgs args{x, rows, in, ldx, w, out, ldw, y, ldy};
   if (in == 0) {
-    for (int64_t m = 0; m < rows; ++m) {
-      std::fill_n(y + m * ldy, out, 0.0f);
-    }
+    zero_output(args);
     return;
   }
   if (use_avx512()) {
@@ -118,6 +131,55 @@ void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y) {
   TS_CHECK(w.shape.size() == 2, "linear: weight must be 2-D, has {} dims", w.shape.size());
   const int64_t out = w.shape[0], in = w.shape[1];
   linear_strided(x, rows, in, in, w.ptr(), out, in, y, out);
+}
+
+void linear_group(std::span<const GemmNtArgs> gemms) {
+  const int threads = compute_threads();
+  if (gemms.size() <= 1 || threads == 1 || !use_avx512()) {
+    for (const GemmNtArgs& g : gemms) {
+      linear_strided(g.x, g.rows, g.in, g.ldx, g.w, g.out, g.ldw, g.y, g.ldy);
+    }
+    return;
+  }
+  std::vector<GemmNtArgs> args(gemms.begin(), gemms.end());
+  thread_local std::vector<std::vector<float>> packed;
+  packed.resize(std::max(packed.size(), args.size()));
+  int64_t total = 0;
+  for (size_t g = 0; g < args.size(); ++g) {
+    GemmNtArgs& a = args[g];
+    if (a.rows > 0 && a.out > 0 && a.in == 0) {
+      zero_output(a);
+    }
+    pack_rows(a, packed[g]);
+    total += a.rows * a.out * a.in;
+  }
+  // Items: column ranges (multiples of 4) of one product, about total / (threads * 4)
+  // multiply-adds each (at least kMinMaddsPerItem).
+  struct Item {
+    int64_t gemm, begin, end, madds;
+  };
+  std::vector<Item> items;
+  const int64_t target = std::max(kMinMaddsPerItem, total / (threads * kGroupItemsPerThread));
+  for (size_t g = 0; g < args.size(); ++g) {
+    const GemmNtArgs& a = args[g];
+    const int64_t madds = a.rows * a.out * a.in;
+    if (madds == 0) {
+      continue;
+    }
+    const int64_t blocks = (a.out + 3) / 4;
+    const int64_t n = std::clamp<int64_t>(madds / target, 1, blocks);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t begin = std::min(a.out, blocks * i / n * 4);
+      const int64_t end = std::min(a.out, blocks * (i + 1) / n * 4);
+      items.push_back({static_cast<int64_t>(g), begin, end, a.rows * (end - begin) * a.in});
+    }
+  }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& p, const Item& q) { return p.madds > q.madds; });
+  parallel_for(static_cast<int64_t>(items.size()), threads, [&](int64_t i) {
+    const Item& it = items[static_cast<size_t>(i)];
+    gemm_nt_avx512(args[static_cast<size_t>(it.gemm)], it.begin, it.end);
+  });
 }
 
 }  // namespace tessera::ops

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "model/dsv4_weights.hpp"
+#include "ops/gemm_nt.hpp"
 
 namespace tessera::ops {
 
@@ -25,5 +27,12 @@ void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y);
 // x rows are ldx apart, y rows ldy apart, W is [out, in] with rows ldw apart.
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
                     int64_t out, int64_t ldw, float* y, int64_t ldy);
+
+// Several products in one parallel pass: their column blocks are shared over the compute threads
+// together, so a batch of small GEMMs (a MoE layer's experts, the projections that read the same
+// x) costs one hand-off to the helpers instead of one each, and a thread that finishes its share
+// of one product goes on with the next. Same bits as linear_strided on each (the kernel's results
+// do not depend on the column split).
+void linear_group(std::span<const GemmNtArgs> gemms);
 
 }  // namespace tessera::ops
