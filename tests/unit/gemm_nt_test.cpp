@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -160,6 +161,52 @@ TEST_F(GemmTest, GroupGivesEveryProductItsOwnBits) {
         ASSERT_EQ(grouped[i], alone[i])
             << "product " << i << " (" << shapes[i].rows << " x " << shapes[i].out << " x "
             << shapes[i].in << "), " << threads << " threads, " << gemm_backend_name();
+      }
+    }
+  }
+}
+
+// A weight held in bf16 (model/bf16_weights.hpp) gives exactly the bits of the same values in
+// fp32, through linear() and linear_group, on both backends, with every K tail.
+TEST_F(GemmTest, Bf16WeightsGiveTheFp32Bits) {
+  for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
+    set_gemm_backend(backend);
+    for (const int threads : {1, 2}) {
+      set_compute_threads(threads);
+      uint32_t seed = 70;
+      for (const int64_t rows : {1, 5, 16, 64}) {
+        for (const int64_t out : {3, 64, 130}) {
+          for (const int64_t in : {1, 17, 100, 256}) {
+            const auto x = random_values(static_cast<size_t>(rows * in), seed++);
+            dsv4::Tensor f32{{out, in}, random_values(static_cast<size_t>(out * in), seed++), {}};
+            for (float& v : f32.data) {  // keep the top 16 bits: a bfloat16
+              v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) & 0xFFFF0000u);
+            }
+            dsv4::Tensor bf16{{out, in}, {}, {}};
+            for (const float v : f32.data) {
+              bf16.bf16.push_back(static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16));
+            }
+            ASSERT_TRUE(bf16.in_bf16());
+            std::vector<float> want(static_cast<size_t>(rows * out)), got(want.size(), -1.0f);
+            linear(x.data(), rows, f32, want.data());
+            linear(x.data(), rows, bf16, got.data());
+            ASSERT_EQ(got, want) << rows << " x " << out << " x " << in << ", " << threads
+                                 << " threads, " << gemm_backend_name();
+            // Rows [1, out) of W as one product of a group, next to an fp32 product; compared
+            // with the same rows in fp32 (OpenBLAS's bits depend on the shape, ours do not).
+            std::vector<float> part(static_cast<size_t>(rows * (out - 1))), other(want.size());
+            std::vector<float> want_part(part.size());
+            linear_strided(x.data(), rows, in, in, f32.ptr() + in, out - 1, in, want_part.data(),
+                           out - 1);
+            const GemmNtArgs group[] = {
+                weight_product(x.data(), rows, in, bf16, part.data(), out - 1, 1),
+                weight_product(x.data(), rows, in, f32, other.data(), out)};
+            linear_group(group);
+            ASSERT_EQ(other, want);
+            ASSERT_EQ(part, want_part) << "rows [1, " << out << ") of a bf16 weight, " << rows
+                                       << " x " << in << ", " << gemm_backend_name();
+          }
+        }
       }
     }
   }

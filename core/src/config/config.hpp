@@ -47,7 +47,8 @@ class ConfigError : public Error {
 struct ModelSection {
   std::string path;
   std::int64_t max_context = 0;
-  std::string dtype;  // "auto" | "fp32" | "bf16"
+  std::string dtype;           // "auto" | "fp32" | "bf16"
+  std::string weight_storage;  // "auto" | "fp32"
 };
 
 struct ExecutorSection {

@@ -10,7 +10,7 @@ namespace {
 
 using dsv4::Tensor;
 
-// Rows [begin, begin + count) of a [rows, ...] tensor.
+// Rows [begin, begin + count) of a [rows, ...] tensor, in its storage (fp32 or bf16).
 Tensor slice_rows(const Tensor& t, int64_t begin, int64_t count) {
   TS_CHECK(!t.shape.empty() && begin + count <= t.shape[0], "row slice {}+{} of {} rows", begin,
            count, t.shape.empty() ? 0 : t.shape[0]);
@@ -18,20 +18,35 @@ Tensor slice_rows(const Tensor& t, int64_t begin, int64_t count) {
   Tensor s;
   s.shape = t.shape;
   s.shape[0] = count;
-  s.data.assign(t.data.begin() + begin * row, t.data.begin() + (begin + count) * row);
+  auto copy = [&](const auto& from, auto& to) {
+    to.assign(from.begin() + begin * row, from.begin() + (begin + count) * row);
+  };
+  if (t.in_bf16()) {
+    copy(t.bf16, s.bf16);
+  } else {
+    copy(t.data, s.data);
+  }
   return s;
 }
 
-// Columns [begin, begin + count) of a [rows, cols] tensor.
+// Columns [begin, begin + count) of a [rows, cols] tensor, in its storage (fp32 or bf16).
 Tensor slice_columns(const Tensor& t, int64_t begin, int64_t count) {
   TS_CHECK(t.shape.size() == 2 && begin + count <= t.shape[1], "column slice {}+{} of {}", begin,
            count, t.shape.size() == 2 ? t.shape[1] : 0);
   const int64_t rows = t.shape[0], cols = t.shape[1];
   Tensor s;
   s.shape = {rows, count};
-  s.data.resize(static_cast<size_t>(rows * count));
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(t.data.begin() + r * cols + begin, count, s.data.begin() + r * count);
+  auto copy = [&](const auto& from, auto& to) {
+    to.resize(static_cast<size_t>(rows * count));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(from.begin() + r * cols + begin, count, to.begin() + r * count);
+    }
+  };
+  if (t.in_bf16()) {
+    copy(t.bf16, s.bf16);
+  } else {
+    copy(t.data, s.data);
+  }
   return s;
 }
 

@@ -21,9 +21,9 @@ class Projections {
  public:
   Projections(const float* x, int64_t rows) : x_(x), rows_(rows) {}
   std::vector<float>& add(const Tensor& w) {
-    const int64_t out = w.shape[0], in = w.shape[1];
+    const int64_t out = w.shape[0];
     outputs_.emplace_back(static_cast<size_t>(rows_ * out));
-    gemms_.push_back({x_, rows_, in, in, w.ptr(), out, in, nullptr, out});
+    gemms_.push_back(ops::weight_product(x_, rows_, w.shape[1], w, nullptr, out));
     return outputs_.back();
   }
   void run() {
@@ -253,8 +253,8 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   std::vector<float> z(static_cast<size_t>(T * G * OL));
   std::vector<ops::GemmNtArgs> groups;
   for (int64_t g = 0; g < G; ++g) {
-    groups.push_back({o.data() + g * in_g, T, in_g, H * Dh, w.wo_a.ptr() + g * OL * in_g, OL, in_g,
-                      z.data() + g * OL, G * OL});
+    groups.push_back(ops::weight_product(o.data() + g * in_g, T, H * Dh, w.wo_a, z.data() + g * OL,
+                                         G * OL, g * OL, OL));
   }
   ops::linear_group(groups);
   ops::linear(z.data(), T, w.wo_b, out);

@@ -16,8 +16,12 @@ namespace tessera::dsv4 {
 struct Tensor {
   std::vector<int64_t> shape;
   std::vector<float> data;  // row-major
-  int64_t numel() const { return static_cast<int64_t>(data.size()); }
-  const float* ptr() const { return data.data(); }
+  // A linear weight whose every value is a bfloat16 may be kept here instead (data then empty;
+  // see model/bf16_weights.hpp): the same values in half the bytes, widened exactly by the GEMM.
+  std::vector<uint16_t> bf16;
+  bool in_bf16() const { return data.empty() && !bf16.empty(); }
+  int64_t numel() const { return static_cast<int64_t>(in_bf16() ? bf16.size() : data.size()); }
+  const float* ptr() const { return data.data(); }  // fp32 storage only
 };
 
 struct HyperConnection {  // one mHC site (attention or FFN)

@@ -53,8 +53,8 @@ void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, 
   std::vector<ops::GemmNtArgs> gemms;
   for (const ExpertRun& r : runs) {
     const Expert& e = *r.expert;
-    gemms.push_back({r.x, r.rows, D, D, e.w1.ptr(), I, D, gate.data() + r.hidden * I, I});
-    gemms.push_back({r.x, r.rows, D, D, e.w3.ptr(), I, D, up.data() + r.hidden * I, I});
+    gemms.push_back(ops::weight_product(r.x, r.rows, D, e.w1, gate.data() + r.hidden * I, I));
+    gemms.push_back(ops::weight_product(r.x, r.rows, D, e.w3, up.data() + r.hidden * I, I));
   }
   ops::linear_group(gemms);
   const auto limit = static_cast<float>(config.swiglu_limit);
@@ -66,7 +66,8 @@ void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, 
   });
   gemms.clear();
   for (const ExpertRun& r : runs) {
-    gemms.push_back({gate.data() + r.hidden * I, r.rows, I, I, r.expert->w2.ptr(), D, I, r.y, D});
+    gemms.push_back(
+        ops::weight_product(gate.data() + r.hidden * I, r.rows, I, r.expert->w2, r.y, D));
   }
   ops::linear_group(gemms);
 }

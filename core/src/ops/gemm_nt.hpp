@@ -24,6 +24,8 @@ struct GemmNtArgs {
   int64_t out, ldw;
   float* y;  // [rows, out], rows ldy apart
   int64_t ldy;
+  // When set, W is read from here instead of w: the same [out, in] matrix (ldw apart) in bf16.
+  const uint16_t* w_bf16 = nullptr;
 };
 
 // True when this CPU runs the AVX-512 kernel (AVX-512 F + DQ); otherwise callers use BLAS.

@@ -51,13 +51,30 @@ struct BlockSums {
 // (ldw apart). Without it the first pass over each chunk stalls on memory (measured: a cold
 // 16-row GEMM cost hot time + W at ~17 GB/s, i.e. no overlap at all).
 struct NextChunk {
-  const float* rows = nullptr;  // nullptr: nothing to prefetch
-  int64_t ldw = 0;
+  const char* rows = nullptr;  // nullptr: nothing to prefetch
+  int64_t ldw = 0;             // bytes
   int64_t phase = 0, period = 1;
 };
 
-template <int MR>
-TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr, int64_t K,
+// 16 weights as fp32: loaded, or widened from bf16 (its bits are the top half of an fp32's, so
+// the widening is exact and the products are those of the fp32 kernel).
+TS_AVX512 inline __m512 load_w(const float* p) { return _mm512_loadu_ps(p); }
+TS_AVX512 inline __m512 load_w(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+TS_AVX512 inline __m512 load_w_tail(__mmask16 mask, int64_t count, const float* p) {
+  (void)count;
+  return _mm512_maskz_loadu_ps(mask, p);
+}
+TS_AVX512 inline __m512 load_w_tail(__mmask16 /*mask*/, int64_t count, const uint16_t* p) {
+  alignas(32) uint16_t tmp[kLanes] = {};
+  std::copy_n(p, count, tmp);
+  return load_w(tmp);
+}
+
+template <int MR, typename W>
+TS_AVX512 inline BlockSums block(const float* const* xr, const W* const* wr, int64_t K,
                                  const NextChunk& next) {
   __m512 acc[kRows][4];
 #pragma GCC unroll 6
@@ -70,11 +87,11 @@ TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr,
   for (int64_t step = 0; k + kLanes <= K; k += kLanes, ++step) {
     if (next.rows != nullptr && step % next.period == next.phase) {
       for (int j = 0; j < 4; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(next.rows + j * next.ldw + k), _MM_HINT_T1);
+        _mm_prefetch(next.rows + j * next.ldw + k * static_cast<int64_t>(sizeof(W)), _MM_HINT_T1);
       }
     }
-    const __m512 w0 = _mm512_loadu_ps(wr[0] + k), w1 = _mm512_loadu_ps(wr[1] + k);
-    const __m512 w2 = _mm512_loadu_ps(wr[2] + k), w3 = _mm512_loadu_ps(wr[3] + k);
+    const __m512 w0 = load_w(wr[0] + k), w1 = load_w(wr[1] + k);
+    const __m512 w2 = load_w(wr[2] + k), w3 = load_w(wr[3] + k);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const __m512 xv = _mm512_loadu_ps(xr[i] + k);
@@ -86,10 +103,10 @@ TS_AVX512 inline BlockSums block(const float* const* xr, const float* const* wr,
   }
   if (k < K) {  // the tail: masked loads read zeros past K (and never touch memory there)
     const auto mask = static_cast<__mmask16>((1u << (K - k)) - 1u);
-    const __m512 w0 = _mm512_maskz_loadu_ps(mask, wr[0] + k);
-    const __m512 w1 = _mm512_maskz_loadu_ps(mask, wr[1] + k);
-    const __m512 w2 = _mm512_maskz_loadu_ps(mask, wr[2] + k);
-    const __m512 w3 = _mm512_maskz_loadu_ps(mask, wr[3] + k);
+    const __m512 w0 = load_w_tail(mask, K - k, wr[0] + k);
+    const __m512 w1 = load_w_tail(mask, K - k, wr[1] + k);
+    const __m512 w2 = load_w_tail(mask, K - k, wr[2] + k);
+    const __m512 w3 = load_w_tail(mask, K - k, wr[3] + k);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const __m512 xv = _mm512_maskz_loadu_ps(mask, xr[i] + k);
@@ -161,8 +178,9 @@ int64_t rows_per_chunk(int64_t K) {
   return std::clamp<int64_t>(rows / kRows * kRows, kRows, 252);
 }
 
-TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const float* const* wr,
-                                      int64_t K, const NextChunk& next) {
+template <typename W>
+TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const W* const* wr, int64_t K,
+                                      const NextChunk& next) {
   switch (mr) {
     case 6:
       return block<6>(xr, wr, K, next);
@@ -195,8 +213,12 @@ bool gemm_nt_avx512_available() {
 // ahead all alike; tessera bench gemm).
 constexpr int64_t kSinglePassAhead = 16;
 
-TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
+namespace {
+
+template <typename W>
+TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const W* w, int64_t n_begin, int64_t n_end) {
   const int64_t K = std::max<int64_t>(a.in, 1);
+  const auto w_bytes = static_cast<int64_t>(sizeof(W));
   const int64_t n_chunk = cols_per_chunk_for(a.rows, K), m_chunk = rows_per_chunk(K);
   for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
     const int64_t nc_end = std::min(n_end, nc + n_chunk);
@@ -212,17 +234,19 @@ TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
         }
         for (int64_t n0 = nc; n0 < nc_end; n0 += kBlock) {
           const int nr = static_cast<int>(std::min(kBlock, nc_end - n0));
-          const float* wr[4];  // a short last block repeats its last row; those sums are dropped
+          const W* wr[4];  // a short last block repeats its last row; those sums are dropped
           for (int j = 0; j < 4; ++j) {
-            wr[j] = a.w + (n0 + std::min(j, nr - 1)) * a.ldw;
+            wr[j] = w + (n0 + std::min(j, nr - 1)) * a.ldw;
           }
           NextChunk next;
           if (passes == 1 && n0 + kSinglePassAhead < n_end) {  // decode rows: stream ahead
-            next.rows = a.w + std::min(n0 + kSinglePassAhead, n_end - 4) * a.ldw;
-            next.ldw = a.ldw;
+            next.rows = reinterpret_cast<const char*>(
+                w + std::min(n0 + kSinglePassAhead, n_end - 4) * a.ldw);
+            next.ldw = a.ldw * w_bytes;
           } else if (passes > 1 && last_x_chunk && n0 + n_chunk < n_end) {
-            next.rows = a.w + std::min(n0 + n_chunk, n_end - 4) * a.ldw;
-            next.ldw = a.ldw;
+            next.rows =
+                reinterpret_cast<const char*>(w + std::min(n0 + n_chunk, n_end - 4) * a.ldw);
+            next.ldw = a.ldw * w_bytes;
             next.phase = (m0 - mc) / kRows;
             next.period = passes;
           }
@@ -231,6 +255,16 @@ TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
         }
       }
     }
+  }
+}
+
+}  // namespace
+
+TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
+  if (a.w_bf16 != nullptr) {
+    gemm_nt_range(a, a.w_bf16, n_begin, n_end);
+  } else {
+    gemm_nt_range(a, a.w, n_begin, n_end);
   }
 }
 

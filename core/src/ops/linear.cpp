@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <string_view>
 #include <vector>
@@ -60,7 +61,25 @@ void zero_output(const GemmNtArgs& a) {
   }
 }
 
-void linear_blas(const GemmNtArgs& a) {
+// W rows widened from bf16 for OpenBLAS, which only multiplies fp32 (the fallback path).
+const float* widened_w(const GemmNtArgs& a) {
+  thread_local std::vector<float> w;
+  w.resize(static_cast<size_t>(a.out * a.in));
+  for (int64_t n = 0; n < a.out; ++n) {
+    const uint16_t* src = a.w_bf16 + n * a.ldw;
+    for (int64_t k = 0; k < a.in; ++k) {
+      w[static_cast<size_t>(n * a.in + k)] = std::bit_cast<float>(uint32_t{src[k]} << 16);
+    }
+  }
+  return w.data();
+}
+
+void linear_blas(GemmNtArgs a) {
+  if (a.w_bf16 != nullptr) {
+    a.w = widened_w(a);
+    a.ldw = a.in;
+    a.w_bf16 = nullptr;
+  }
   if (a.rows == 1) {  // decode: a matrix-vector product reads W once, the bandwidth-bound case
     cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(a.out), static_cast<int>(a.in), 1.0f,
                 a.w, static_cast<int>(a.ldw), a.x, 1, 0.0f, a.y, 1);
@@ -110,13 +129,13 @@ const char* gemm_backend_name() { return use_avx512() ? "avx512" : "openblas"; }
 
 bool gemm_threads_are_ours() { return use_avx512(); }
 
-void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
-                    int64_t out, int64_t ldw, float* y, int64_t ldy) {
-  if (rows == 0 || out == 0) {
+namespace {
+
+void linear_args(const GemmNtArgs& args) {
+  if (args.rows == 0 || args.out == 0) {
     return;
   }
-  const GemmNtArgs args{x, rows, in, ldx, w, out, ldw, y, ldy};
-  if (in == 0) {
+  if (args.in == 0) {
     zero_output(args);
     return;
   }
@@ -127,17 +146,41 @@ void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const
   linear_blas(args);
 }
 
+}  // namespace
+
+void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
+                    int64_t out, int64_t ldw, float* y, int64_t ldy) {
+  linear_args({x, rows, in, ldx, w, out, ldw, y, ldy});
+}
+
+GemmNtArgs weight_product(const float* x, int64_t rows, int64_t ldx, const dsv4::Tensor& w,
+                          float* y, int64_t ldy, int64_t first_row, int64_t out) {
+  TS_CHECK(w.shape.size() == 2, "linear: weight must be 2-D, has {} dims", w.shape.size());
+  const int64_t in = w.shape[1];
+  if (out < 0) {
+    out = w.shape[0] - first_row;
+  }
+  TS_CHECK(first_row >= 0 && first_row + out <= w.shape[0], "linear: rows {}+{} of a {}-row weight",
+           first_row, out, w.shape[0]);
+  GemmNtArgs a{x, rows, in, ldx, nullptr, out, in, y, ldy};
+  if (w.in_bf16()) {
+    a.w_bf16 = w.bf16.data() + first_row * in;
+  } else {
+    a.w = w.ptr() + first_row * in;
+  }
+  return a;
+}
+
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y) {
   TS_CHECK(w.shape.size() == 2, "linear: weight must be 2-D, has {} dims", w.shape.size());
-  const int64_t out = w.shape[0], in = w.shape[1];
-  linear_strided(x, rows, in, in, w.ptr(), out, in, y, out);
+  linear_args(weight_product(x, rows, w.shape[1], w, y, w.shape[0]));
 }
 
 void linear_group(std::span<const GemmNtArgs> gemms) {
   const int threads = compute_threads();
   if (gemms.size() <= 1 || threads == 1 || !use_avx512()) {
     for (const GemmNtArgs& g : gemms) {
-      linear_strided(g.x, g.rows, g.in, g.ldx, g.w, g.out, g.ldw, g.y, g.ldy);
+      linear_args(g);
     }
     return;
   }

@@ -28,6 +28,11 @@ void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y);
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
                     int64_t out, int64_t ldw, float* y, int64_t ldy);
 
+// The argument block of y[rows, out] = x . W^T for rows [first_row, first_row + out) of w (all of
+// it by default), in whichever storage w has (fp32 or bf16); for linear_group.
+GemmNtArgs weight_product(const float* x, int64_t rows, int64_t ldx, const dsv4::Tensor& w,
+                          float* y, int64_t ldy, int64_t first_row = 0, int64_t out = -1);
+
 // Several products in one parallel pass: their column blocks are shared over the compute threads
 // together, so a batch of small GEMMs (a MoE layer's experts, the projections that read the same
 // x) costs one hand-off to the helpers instead of one each, and a thread that finishes its share

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "model/bf16_weights.hpp"
 #include "util/check.hpp"
 
 namespace tessera {
@@ -37,6 +38,7 @@ RuntimeOptions RuntimeOptions::from_config(const Config& config) {
   o.page_size = config.kv_cache.page_size;
   o.memory_gib = config.kv_cache.memory_gib;
   o.max_context = config.model.max_context;
+  o.linear_weights_in_bf16 = config.model.weight_storage != "fp32";
   for (const auto& dir : config.plugins.search_path) o.plugin_dirs.emplace_back(dir);
   TS_CHECK(config.executor.device == "cpu",
            "{}: executor.device = \"{}\" is not available in this build path yet; use \"cpu\"",
@@ -64,9 +66,17 @@ void Runtime::build(const dsv4::ModelConfig* config,
   registry_.discover(dirs);
 
   model_config_ = config ? *config : dsv4::load_model_config(options_.model_dir);
-  weights_ = weights ? std::move(weights)
-                     : std::make_shared<const dsv4::ModelWeights>(
-                           dsv4::load_model_weights(options_.model_dir, model_config_));
+  if (weights) {
+    weights_ = std::move(weights);
+  } else {
+    dsv4::ModelWeights loaded = dsv4::load_model_weights(options_.model_dir, model_config_);
+    if (options_.linear_weights_in_bf16) {
+      const dsv4::Bf16Summary kept = dsv4::keep_linear_weights_in_bf16(loaded);
+      spdlog::info("runtime: {} linear weights kept in bf16 ({:.1f} MiB less), {} in fp32",
+                   kept.tensors, kept.bytes_saved / 1048576.0, kept.kept_fp32);
+    }
+    weights_ = std::make_shared<const dsv4::ModelWeights>(std::move(loaded));
+  }
 
   auto create = [&](ts_plugin_kind kind, const std::string& name, const std::string& opts) {
     return registry_.create(registry_.find(kind, name), opts, kCpu);

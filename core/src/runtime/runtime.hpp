@@ -31,6 +31,9 @@ struct RuntimeOptions {
   double memory_gib = 1.0;
   int64_t max_context = 0;                         // 0: the model's max_position_embeddings
   std::vector<std::filesystem::path> plugin_dirs;  // searched before the default path
+  // Linear weights whose values are all bfloat16 (every BF16 / FP8 / FP4 checkpoint's) are kept
+  // in bf16 (model/bf16_weights.hpp): same outputs, half their bytes. [model] weight_storage.
+  bool linear_weights_in_bf16 = true;
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
   // working directory, then against the config file's directory.

@@ -1,0 +1,153 @@
+// Linear weights kept in bf16 (model/bf16_weights.hpp): which tensors move, that the values are
+// kept exactly, that a tensor with one value that is not a bfloat16 stays fp32, and that the
+// shipped BF16 model gives bit-identical logits from bf16 and fp32 weights, alone and sharded
+// over two tensor-parallel ranks (the shards are sliced from the bf16 storage).
+#include "model/bf16_weights.hpp"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "engine_harness.hpp"
+#include "executor/executor.hpp"
+#include "model/dsv4_config.hpp"
+
+namespace tessera::dsv4 {
+namespace {
+
+const std::filesystem::path kShipped =
+    std::filesystem::path(TESSERA_SOURCE_DIR) / "models/tiny-dsv4";
+
+float widened(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
+
+// Every value of `kept` (in bf16) equals the fp32 original.
+void expect_same_values(const Tensor& original, const Tensor& kept, const char* what) {
+  ASSERT_TRUE(kept.in_bf16()) << what;
+  ASSERT_EQ(kept.bf16.size(), original.data.size()) << what;
+  EXPECT_EQ(kept.shape, original.shape) << what;
+  for (size_t i = 0; i < original.data.size(); ++i) {
+    ASSERT_EQ(widened(kept.bf16[i]), original.data[i]) << what << " value " << i;
+  }
+}
+
+TEST(Bf16Weights, ShippedModelKeepsEveryLinearWeightInBf16AndOthersInFp32) {
+  const ModelConfig config = load_model_config(kShipped);
+  const ModelWeights original = load_model_weights(kShipped, config);
+  ModelWeights kept = original;
+  const Bf16Summary s = keep_linear_weights_in_bf16(kept);
+  // The checkpoint stores the mHC mixes (2 per layer and the head's) in F32, with values that are
+  // not bfloat16s: they stay fp32; every other linear weight is BF16 there.
+  const int64_t f32_mixes = 2 * config.num_layers + 1;
+  EXPECT_EQ(s.kept_fp32, f32_mixes);
+  EXPECT_FALSE(kept.hc_head_fn.in_bf16());
+  EXPECT_FALSE(kept.layers[4].hc_ffn.fn.in_bf16());
+  // Per layer: 2 mHC mixes, 5 attention projections, router, 3 x (shared + routed) expert
+  // matrices; compressors (2 each) and indexers (2 + a compressor) where the layer has them.
+  int64_t expected = 2;  // head, hc_head_fn
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    const int64_t m = config.compress_ratio(l);
+    expected += 2 + 5 + 1 + 3 * (1 + config.n_routed_experts) + (m > 0 ? 2 : 0) + (m == 4 ? 4 : 0);
+  }
+  EXPECT_EQ(s.tensors, expected - f32_mixes);
+  expect_same_values(original.head, kept.head, "head");
+  expect_same_values(original.layers[2].ffn.experts[5].w2, kept.layers[2].ffn.experts[5].w2,
+                     "layer 2 expert 5 w2");
+  expect_same_values(original.layers[1].attn.indexer->compressor.wgate,
+                     kept.layers[1].attn.indexer->compressor.wgate, "layer 1 indexer wgate");
+  int64_t saved = 0;
+  auto count = [&](const Tensor& t) { saved += t.in_bf16() ? t.numel() * 2 : 0; };
+  count(kept.head);
+  count(kept.hc_head_fn);
+  for (const Layer& l : kept.layers) {
+    for (const Tensor* t :
+         {&l.hc_attn.fn, &l.hc_ffn.fn, &l.attn.wq_a, &l.attn.wq_b, &l.attn.wkv, &l.attn.wo_a,
+          &l.attn.wo_b, &l.ffn.gate, &l.ffn.shared.w1, &l.ffn.shared.w2, &l.ffn.shared.w3})
+      count(*t);
+    for (const Expert& e : l.ffn.experts)
+      for (const Tensor* t : {&e.w1, &e.w2, &e.w3}) count(*t);
+    if (l.attn.compressor) {
+      count(l.attn.compressor->wkv);
+      count(l.attn.compressor->wgate);
+    }
+    if (l.attn.indexer) {
+      count(l.attn.indexer->wq_b);
+      count(l.attn.indexer->weights_proj);
+      count(l.attn.indexer->compressor.wkv);
+      count(l.attn.indexer->compressor.wgate);
+    }
+  }
+  EXPECT_EQ(s.bytes_saved, saved);
+  // Not linear weights: untouched fp32.
+  EXPECT_EQ(kept.embed.data, original.embed.data);
+  EXPECT_FALSE(kept.embed.in_bf16());
+  EXPECT_EQ(kept.layers[0].attn_norm.data, original.layers[0].attn_norm.data);
+  EXPECT_EQ(kept.layers[1].attn.compressor->ape.data, original.layers[1].attn.compressor->ape.data);
+}
+
+TEST(Bf16Weights, ATensorWithOneValueThatIsNotABfloat16StaysFp32) {
+  const ModelConfig config = load_model_config(kShipped);
+  ModelWeights w = load_model_weights(kShipped, config);
+  Tensor& wkv = w.layers[3].attn.wkv;
+  const float before = wkv.data[17];
+  wkv.data[17] = std::nextafter(before, 1e30f);  // one ulp: no longer a bfloat16
+  ASSERT_FALSE(is_bf16_exact(wkv.data[17]));
+  const Bf16Summary s = keep_linear_weights_in_bf16(w);
+  EXPECT_EQ(s.kept_fp32, 2 * config.num_layers + 1 + 1);  // the F32 mHC mixes and wkv
+  EXPECT_FALSE(wkv.in_bf16());
+  EXPECT_EQ(wkv.data[17], std::nextafter(before, 1e30f));
+  EXPECT_TRUE(w.layers[3].attn.wq_a.in_bf16());
+}
+
+// One prefill step of three prompts and five decode steps through an executor of `tp` ranks.
+std::vector<float> logits_of(bool bf16, int tp) {
+  RuntimeOptions o = engine_test::runtime_options(0.05);
+  o.model_dir = kShipped;
+  o.linear_weights_in_bf16 = bf16;
+  Runtime rt(o);
+  EXPECT_EQ(rt.weights()->head.in_bf16(), bf16);
+  Executor ex(rt, tp);
+  std::vector<std::vector<int32_t>> inputs{engine_test::make_prompt(1, 40, 4096),
+                                           engine_test::make_prompt(2, 9, 4096),
+                                           engine_test::make_prompt(3, 130, 4096)};
+  for (uint64_t s = 0; s < inputs.size(); ++s) ex.apply({CacheOpKind::kCreate, s + 1, 0});
+  std::vector<float> all;
+  for (int step = 0; step < 6; ++step) {
+    std::vector<PlannedChunk> chunks;
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      PlannedChunk c;
+      c.sequence = s + 1;
+      c.tokens = inputs[s];
+      chunks.push_back(std::move(c));
+    }
+    const Logits logits = ex.step(chunks);
+    all.insert(all.end(), logits.values.begin(), logits.values.end());
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      const float* row = logits.row(logits.chunk_rows[s]);
+      inputs[s] = {static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row)};
+    }
+  }
+  return all;
+}
+
+void expect_bit_identical(const std::vector<float>& a, const std::vector<float>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  size_t differing = 0;
+  for (size_t i = 0; i < a.size(); ++i) differing += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  EXPECT_EQ(differing, 0u) << "of " << a.size() << " logits";
+}
+
+TEST(Bf16Weights, ShippedModelGivesTheSameLogitsFromBf16AndFp32Weights) {
+  expect_bit_identical(logits_of(true, 1), logits_of(false, 1));
+}
+
+TEST(Bf16Weights, TensorParallelShardsOfBf16WeightsGiveTheSameLogits) {
+  expect_bit_identical(logits_of(true, 2), logits_of(false, 2));
+}
+
+}  // namespace
+}  // namespace tessera::dsv4
