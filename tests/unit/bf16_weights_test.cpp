@@ -102,6 +102,26 @@ TEST(Bf16Weights, ATensorWithOneValueThatIsNotABfloat16StaysFp32) {
   EXPECT_TRUE(w.layers[3].attn.wq_a.in_bf16());
 }
 
+TEST(Bf16Weights, RandomWeightsRoundToTheNearestBfloat16TiesToEven) {
+  const float u = std::ldexp(1.0f, -7);  // one bfloat16 ulp at 1
+  ModelWeights w;
+  w.head = {{1, 6},
+            {1.0f + u / 2, 1.0f + 1.5f * u, 1.0f + u / 2 + std::ldexp(1.0f, -20), -(1.0f + u / 2),
+             1.0f + u, 3.0e-3f},
+            {}};
+  w.embed = {{1, 1}, {1.0f + u / 2}, {}};  // not a linear weight: untouched
+  round_linear_weights_to_bf16(w);
+  EXPECT_EQ(w.head.data[0], 1.0f);          // tie: to the even mantissa
+  EXPECT_EQ(w.head.data[1], 1.0f + 2 * u);  // tie: to the even mantissa, upwards
+  EXPECT_EQ(w.head.data[2], 1.0f + u);      // above the tie: up
+  EXPECT_EQ(w.head.data[3], -1.0f);         // sign kept
+  EXPECT_EQ(w.head.data[4], 1.0f + u);      // already a bfloat16
+  EXPECT_TRUE(is_bf16_exact(w.head.data[5]));
+  EXPECT_NEAR(w.head.data[5], 3.0e-3f, 3.0e-3f * u);
+  EXPECT_EQ(w.embed.data[0], 1.0f + u / 2);
+  EXPECT_EQ(keep_linear_weights_in_bf16(w).tensors, 1);
+}
+
 // One prefill step of three prompts and five decode steps through an executor of `tp` ranks.
 std::vector<float> logits_of(bool bf16, int tp) {
   RuntimeOptions o = engine_test::runtime_options(0.05);

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <span>
 
 #include "ops/compute_threads.hpp"
 #include "ops/gemm_nt.hpp"
@@ -30,28 +33,34 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Seconds per call; `cold` moves to the next copy of W on every call.
-double time_calls(const GemmShape& s, const std::vector<float>& x, const std::vector<float>& ring,
-                  size_t copies, bool cold, std::vector<float>& y, double budget) {
-  const size_t w_size = static_cast<size_t>(s.out * s.in);
+// Seconds per call of call(w_index), which multiplies by copy w_index of W; `cold` moves to the
+// next copy on every call.
+template <typename Call>
+double time_calls(size_t copies, bool cold, double budget, const Call& call) {
   long calls = 0;
   const auto t0 = std::chrono::steady_clock::now();
   double elapsed = 0;
   do {
-    const float* w = ring.data() + (cold ? static_cast<size_t>(calls) % copies : 0) * w_size;
-    ops::linear_strided(x.data(), s.rows, s.in, s.in, w, s.out, s.in, y.data(), s.out);
+    call(cold ? static_cast<size_t>(calls) % copies : 0);
     ++calls;
     elapsed = seconds_since(t0);
   } while (elapsed < budget || calls < 3);
   return elapsed / static_cast<double>(calls);
 }
 
+// One row of the table per variant: a backend, W in fp32 or (our kernel only) in bf16.
+struct Variant {
+  ops::GemmBackend backend;
+  bool bf16_w;
+};
+
 }  // namespace
 
 std::string run_gemm_bench(const GemmBenchOptions& options) {
-  std::vector<ops::GemmBackend> backends = {ops::GemmBackend::kBlas};
+  std::vector<Variant> variants = {{ops::GemmBackend::kBlas, false}};
   if (ops::gemm_nt_avx512_available()) {
-    backends.insert(backends.begin(), ops::GemmBackend::kAuto);
+    variants.insert(variants.begin(),
+                    {{ops::GemmBackend::kAuto, false}, {ops::GemmBackend::kAuto, true}});
   }
   const int threads_before = ops::compute_threads();
   std::string table =
@@ -65,20 +74,32 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
     for (size_t i = 0; i < x.size(); ++i) {
       x[i] = static_cast<float>(std::sin(0.37 * i));
     }
+    std::vector<uint16_t> ring16(ring.size());  // the same ring in bf16 (the top 16 bits)
     for (size_t i = 0; i < ring.size(); ++i) {
       ring[i] = static_cast<float>(0.05 * std::cos(0.11 * i));
+      ring16[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(ring[i]) >> 16);
     }
     const double flop = 2.0 * s.rows * s.out * s.in;
-    for (const ops::GemmBackend backend : backends) {
-      ops::set_gemm_backend(backend);
+    for (const Variant& v : variants) {
+      ops::set_gemm_backend(v.backend);
+      auto call = [&](size_t copy) {
+        ops::GemmNtArgs a{x.data(), s.rows, s.in,     s.in, ring.data() + copy * w_size,
+                          s.out,    s.in,   y.data(), s.out};
+        if (v.bf16_w) {
+          a.w = nullptr;
+          a.w_bf16 = ring16.data() + copy * w_size;
+        }
+        ops::linear_group(std::span<const ops::GemmNtArgs>(&a, 1));
+      };
+      const double w_bytes = static_cast<double>(w_size * (v.bf16_w ? 2 : sizeof(float)));
       for (const int threads : options.threads) {
         ops::set_compute_threads(threads);
-        const double hot = time_calls(s, x, ring, copies, false, y, options.seconds_per_cell);
-        const double cold = time_calls(s, x, ring, copies, true, y, options.seconds_per_cell);
+        const double hot = time_calls(copies, false, options.seconds_per_cell, call);
+        const double cold = time_calls(copies, true, options.seconds_per_cell, call);
         table += fmt::format(
-            "| {} x {} x {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", s.rows,
-            s.out, s.in, ops::gemm_backend_name(), threads, hot * 1e6, flop / hot / 1e9, cold * 1e6,
-            flop / cold / 1e9, static_cast<double>(w_size * sizeof(float)) / cold / 1e9);
+            "| {} x {} x {} | {}{} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", s.rows,
+            s.out, s.in, ops::gemm_backend_name(), v.bf16_w ? ", W bf16" : "", threads, hot * 1e6,
+            flop / hot / 1e9, cold * 1e6, flop / cold / 1e9, w_bytes / cold / 1e9);
       }
     }
   }

@@ -1,8 +1,8 @@
 // `tessera bench gemm`: y = x W^T on the shapes of a 50m decode step (an expert's share of a
 // 64-sequence batch, the attention projections, the vocabulary head, one decode row) and two of
-// tiny-dsv4's, for our AVX-512 kernel and OpenBLAS, on 1 and 2 threads, with W hot in cache or cold
-// (a fresh copy of W from a 64 MiB ring on every call, as in a real step where the weights stream
-// from memory).
+// tiny-dsv4's, for our AVX-512 kernel (W in fp32 and in bf16) and OpenBLAS, on 1 and 2 threads,
+// with W hot in cache or cold (a fresh copy of W from a 64 MiB ring on every call, as in a real
+// step where the weights stream from memory).
 #pragma once
 
 #include <string>

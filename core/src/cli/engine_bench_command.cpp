@@ -32,6 +32,10 @@ void add_engine_bench_command(CLI::App& app) {
   cmd->add_option("--top-p", o->top_p, "nucleus sampling (1: off)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  cmd->add_option("--weights", o->weights,
+                  "linear weights: fp32 | bf16 (default: as served; a preset's bf16 are its "
+                  "random values rounded, as a real checkpoint's)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--plugin-dir", o->plugin_dir, "extra plugin directory");
   cmd->callback([o] {
     const auto rows = engine::run_engine_bench(*o);

@@ -12,6 +12,7 @@
 
 #include "bench/decode_bench.hpp"
 #include "engine/engine.hpp"
+#include "model/bf16_weights.hpp"
 #include "model/random_weights.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -173,14 +174,21 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
   ro.memory_gib = o.memory_gib;
   ro.max_context = std::max<int64_t>(4096, o.prompt_tokens + o.output_tokens + 1);
   std::unique_ptr<Runtime> rt;
+  TS_CHECK(o.weights.empty() || o.weights == "fp32" || o.weights == "bf16",
+           "--weights must be fp32 or bf16, got \"{}\"", o.weights);
   if (!o.model_dir.empty()) {
     ro.model_dir = o.model_dir;
+    ro.linear_weights_in_bf16 = o.weights != "fp32";
     rt = std::make_unique<Runtime>(ro);
   } else {
     const dsv4::ModelConfig config = bench::bench_model_config(o.preset);
-    auto weights =
-        std::make_shared<const dsv4::ModelWeights>(dsv4::random_model_weights(config, 7));
-    rt = std::make_unique<Runtime>(ro, config, weights);
+    dsv4::ModelWeights weights = dsv4::random_model_weights(config, 7);
+    if (o.weights == "bf16") {
+      dsv4::round_linear_weights_to_bf16(weights);
+      dsv4::keep_linear_weights_in_bf16(weights);
+    }
+    rt = std::make_unique<Runtime>(ro, config,
+                                   std::make_shared<const dsv4::ModelWeights>(std::move(weights)));
   }
   std::unique_ptr<tokenizer::Tokenizer> tok;
   if (!o.tokenizer.empty())
@@ -196,10 +204,14 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
 std::string format_engine_bench(const EngineBenchOptions& o,
                                 const std::vector<EngineBenchRow>& rows) {
   std::string s = fmt::format(
-      "engine bench: {}, prompt {} + output {} tokens, tp {}, prefix cache {}, temperature {}, "
-      "top_p {}, warm-up {}\n\n",
-      o.model_dir.empty() ? "preset " + o.preset : o.model_dir, o.prompt_tokens, o.output_tokens,
-      o.tensor_parallel, o.prefix_cache ? "on" : "off", o.temperature, o.top_p,
+      "engine bench: {} ({} linear weights), prompt {} + output {} tokens, tp {}, prefix cache "
+      "{}, temperature {}, top_p {}, warm-up {}\n\n",
+      o.model_dir.empty() ? "preset " + o.preset : o.model_dir,
+      !o.weights.empty()    ? o.weights
+      : o.model_dir.empty() ? "fp32"
+                            : "bf16 where exact",
+      o.prompt_tokens, o.output_tokens, o.tensor_parallel, o.prefix_cache ? "on" : "off",
+      o.temperature, o.top_p,
       o.warmup < 0 ? std::string("one wave (concurrency requests)")
                    : fmt::format("{} requests", o.warmup));
   s += "| concurrency | requests | output tok/s | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 "

@@ -29,6 +29,10 @@ struct EngineBenchOptions {
   double memory_gib = 0.5;
   double temperature = 1.0;
   double top_p = 1.0;  // 1: off (the sampler's vectorised path); < 1: its scalar top-p path
+  // Linear weights in memory. "": as served (a checkpoint's bfloat16 values in bf16, a preset's
+  // random values in fp32); "fp32": all in fp32; "bf16": a preset's random values rounded to
+  // bfloat16 and kept in bf16, as a real checkpoint's would be.
+  std::string weights;
 };
 
 struct EngineBenchRow {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 namespace tessera::dsv4 {
 
@@ -38,6 +39,18 @@ void for_each_linear_weight(ModelWeights& w, const F& f) {
 }  // namespace
 
 bool is_bf16_exact(float v) { return (std::bit_cast<uint32_t>(v) & 0xFFFFu) == 0; }
+
+void round_linear_weights_to_bf16(ModelWeights& weights) {
+  for_each_linear_weight(weights, [](Tensor& t) {
+    for (float& v : t.data) {
+      const auto bits = std::bit_cast<uint32_t>(v);
+      if (std::isfinite(v)) {  // round to nearest, ties to even, on the dropped 16 bits
+        const uint32_t rounded = bits + 0x7FFFu + ((bits >> 16) & 1u);
+        v = std::bit_cast<float>(rounded & 0xFFFF0000u);
+      }
+    }
+  });
+}
 
 Bf16Summary keep_linear_weights_in_bf16(ModelWeights& weights) {
   Bf16Summary summary;

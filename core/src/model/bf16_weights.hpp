@@ -25,6 +25,10 @@ struct Bf16Summary {
 // embeddings, biases, positional terms) stay fp32.
 Bf16Summary keep_linear_weights_in_bf16(ModelWeights& weights);
 
+// Rounds every linear weight to the nearest bfloat16 (ties to even): random benchmark weights
+// made like a real checkpoint's, for keep_linear_weights_in_bf16.
+void round_linear_weights_to_bf16(ModelWeights& weights);
+
 // True when v is exactly a bfloat16 (its low 16 bits are zero).
 bool is_bf16_exact(float v);
 
