@@ -1,7 +1,8 @@
 // DeepSeek-V4 weights in the engine's working form: fp32, row-major, official DeepSeek layout
 // (Linear weights are [out, in]). Produced by load_model_weights() from a checkpoint whatever its
 // names (official or transformers) and dtypes (F32, BF16, FP8 e4m3 + 128x128 UE8M0 scales, packed
-// FP4 e2m1 experts + per-32 UE8M0 scales). Shapes below use the ModelConfig names.
+// FP4 e2m1 experts + per-32 UE8M0 scales). Shapes below use the ModelConfig names. The runtime
+// then keeps linear weights whose values are all bfloat16s in Tensor::bf16 (model/bf16_weights.hpp).
 #pragma once
 
 #include <cstdint>
