@@ -17,7 +17,9 @@ void for_each_linear_weight(ModelWeights& w, const F& f) {
     f(l.hc_attn.fn);
     f(l.hc_ffn.fn);
     Attention& a = l.attn;
-    for (Tensor* t : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_a, &a.wo_b}) f(*t);
+    for (Tensor* t : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_a, &a.wo_b}) {
+      f(*t);
+    }
     if (a.compressor) {
       f(a.compressor->wkv);
       f(a.compressor->wgate);
@@ -29,9 +31,13 @@ void for_each_linear_weight(ModelWeights& w, const F& f) {
       f(a.indexer->compressor.wgate);
     }
     f(l.ffn.gate);
-    for (Tensor* t : {&l.ffn.shared.w1, &l.ffn.shared.w2, &l.ffn.shared.w3}) f(*t);
+    for (Tensor* t : {&l.ffn.shared.w1, &l.ffn.shared.w2, &l.ffn.shared.w3}) {
+      f(*t);
+    }
     for (Expert& e : l.ffn.experts) {
-      for (Tensor* t : {&e.w1, &e.w2, &e.w3}) f(*t);
+      for (Tensor* t : {&e.w1, &e.w2, &e.w3}) {
+        f(*t);
+      }
     }
   }
 }
