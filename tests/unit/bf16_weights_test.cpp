@@ -59,27 +59,7 @@ TEST(Bf16Weights, ShippedModelKeepsEveryLinearWeightInBf16AndOthersInFp32) {
   expect_same_values(original.layers[1].attn.indexer->compressor.wgate,
                      kept.layers[1].attn.indexer->compressor.wgate, "layer 1 indexer wgate");
   int64_t saved = 0;
-  auto count = [&](const Tensor& t) { saved += t.in_bf16() ? t.numel() * 2 : 0; };
-  count(kept.head);
-  count(kept.hc_head_fn);
-  for (const Layer& l : kept.layers) {
-    for (const Tensor* t :
-         {&l.hc_attn.fn, &l.hc_ffn.fn, &l.attn.wq_a, &l.attn.wq_b, &l.attn.wkv, &l.attn.wo_a,
-          &l.attn.wo_b, &l.ffn.gate, &l.ffn.shared.w1, &l.ffn.shared.w2, &l.ffn.shared.w3})
-      count(*t);
-    for (const Expert& e : l.ffn.experts)
-      for (const Tensor* t : {&e.w1, &e.w2, &e.w3}) count(*t);
-    if (l.attn.compressor) {
-      count(l.attn.compressor->wkv);
-      count(l.attn.compressor->wgate);
-    }
-    if (l.attn.indexer) {
-      count(l.attn.indexer->wq_b);
-      count(l.attn.indexer->weights_proj);
-      count(l.attn.indexer->compressor.wkv);
-      count(l.attn.indexer->compressor.wgate);
-    }
-  }
+  for_each_linear_weight(kept, [&](const Tensor& t) { saved += t.in_bf16() ? t.numel() * 2 : 0; });
   EXPECT_EQ(s.bytes_saved, saved);
   // Not linear weights: untouched fp32.
   EXPECT_EQ(kept.embed.data, original.embed.data);

@@ -2,7 +2,8 @@
 // (Linear weights are [out, in]). Produced by load_model_weights() from a checkpoint whatever its
 // names (official or transformers) and dtypes (F32, BF16, FP8 e4m3 + 128x128 UE8M0 scales, packed
 // FP4 e2m1 experts + per-32 UE8M0 scales). Shapes below use the ModelConfig names. The runtime
-// then keeps linear weights whose values are all bfloat16s in Tensor::bf16 (model/bf16_weights.hpp).
+// then keeps linear weights whose values are all bfloat16s in Tensor::bf16
+// (model/bf16_weights.hpp).
 #pragma once
 
 #include <cstdint>
@@ -89,6 +90,41 @@ struct ModelWeights {
   Tensor hc_head_scale;  // [1]
   std::vector<Layer> layers;
 };
+
+// Calls f(tensor) for every linear weight: the tensors that are only ever a GEMM's W (projections,
+// experts, router, mHC mixes, vocabulary head). Weights: ModelWeights, const or not.
+template <typename Weights, typename F>
+void for_each_linear_weight(Weights& w, const F& f) {
+  f(w.head);
+  f(w.hc_head_fn);
+  for (auto& l : w.layers) {
+    f(l.hc_attn.fn);
+    f(l.hc_ffn.fn);
+    auto& a = l.attn;
+    for (auto* t : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_a, &a.wo_b}) {
+      f(*t);
+    }
+    if (a.compressor) {
+      f(a.compressor->wkv);
+      f(a.compressor->wgate);
+    }
+    if (a.indexer) {
+      f(a.indexer->wq_b);
+      f(a.indexer->weights_proj);
+      f(a.indexer->compressor.wkv);
+      f(a.indexer->compressor.wgate);
+    }
+    f(l.ffn.gate);
+    for (auto* t : {&l.ffn.shared.w1, &l.ffn.shared.w2, &l.ffn.shared.w3}) {
+      f(*t);
+    }
+    for (auto& e : l.ffn.experts) {
+      for (auto* t : {&e.w1, &e.w2, &e.w3}) {
+        f(*t);
+      }
+    }
+  }
+}
 
 // Opens <dir> (config.json, model.safetensors or model.safetensors.index.json + shards),
 // validates every tensor against the config (presence, dtype, shape; extras are named) and

@@ -131,32 +131,8 @@ uint64_t decode_weight_bytes(const ModelConfig& c) {
 }
 
 uint64_t parameter_count(const ModelWeights& w) {
-  uint64_t n =
-      w.embed.data.size() + w.head.data.size() + w.norm.data.size() + w.hc_head_fn.data.size();
-  auto add = [&](const Tensor& t) { n += t.data.size(); };
-  for (const Layer& l : w.layers) {
-    add(l.hc_attn.fn);
-    add(l.hc_ffn.fn);
-    add(l.attn.wq_a);
-    add(l.attn.wq_b);
-    add(l.attn.wkv);
-    add(l.attn.wo_a);
-    add(l.attn.wo_b);
-    if (l.attn.compressor) {
-      add(l.attn.compressor->wkv);
-      add(l.attn.compressor->wgate);
-    }
-    if (l.attn.indexer) {
-      add(l.attn.indexer->wq_b);
-      add(l.attn.indexer->weights_proj);
-      add(l.attn.indexer->compressor.wkv);
-      add(l.attn.indexer->compressor.wgate);
-    }
-    add(l.ffn.gate);
-    for (const Tensor* t : {&l.ffn.shared.w1, &l.ffn.shared.w2, &l.ffn.shared.w3}) add(*t);
-    for (const Expert& e : l.ffn.experts)
-      for (const Tensor* t : {&e.w1, &e.w2, &e.w3}) add(*t);
-  }
+  uint64_t n = static_cast<uint64_t>(w.embed.numel() + w.norm.numel());
+  for_each_linear_weight(w, [&](const Tensor& t) { n += static_cast<uint64_t>(t.numel()); });
   return n;
 }
 
