@@ -56,9 +56,11 @@ Arm make_arm(std::string name, Config config, const std::vector<std::filesystem:
   arm.config = std::move(config);
   RuntimeOptions options = RuntimeOptions::from_config(arm.config);
   options.plugin_dirs.insert(options.plugin_dirs.begin(), dirs.begin(), dirs.end());
+  // Same checkpoint, held the same way ([model] weight_storage): one copy of the weights.
   const bool share =
       share_with != nullptr &&
-      std::filesystem::equivalent(options.model_dir, share_with->runtime->options().model_dir);
+      std::filesystem::equivalent(options.model_dir, share_with->runtime->options().model_dir) &&
+      options.linear_weights_in_bf16 == share_with->runtime->options().linear_weights_in_bf16;
   if (share) {
     arm.runtime = std::make_unique<Runtime>(options, share_with->runtime->weights());
     arm.tokenizer = share_with->tokenizer;
