@@ -42,8 +42,8 @@ AbReport run_pair(ArmPair& arms, int64_t max_tokens, int64_t seeds) {
 // [model] weight_storage by config: the shipped model's weights in bf16 (the default) against all
 // in fp32. Each arm loads its own copy; the bf16 GEMM widens exactly, so nothing may differ.
 TEST(AbCompare, Bf16WeightStorageChangesNoTokenOfTheShippedModel) {
-  ArmPair arms = load_arm_pair(std::filesystem::path(TESSERA_SOURCE_DIR) / "configs/tiny-cpu.toml",
-                               kData / "tiny-dsv4-fp32-weights.toml", kPluginDirs);
+  ArmPair arms =
+      load_arm_pair(kData / "tiny-dsv4.toml", kData / "tiny-dsv4-fp32-weights.toml", kPluginDirs);
   EXPECT_FALSE(arms.shared_weights);
   EXPECT_TRUE(arms.a.runtime->weights()->head.in_bf16());
   EXPECT_FALSE(arms.b.runtime->weights()->head.in_bf16());
