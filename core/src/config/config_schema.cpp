@@ -109,8 +109,9 @@ const std::vector<KeySpec>& keys() {
       choice("model", "weight_storage", TS_CONFIG_FIELD(model.weight_storage), "auto",
              {"auto", "fp32"},
              "How linear weights are held in memory. \"auto\": in bf16 when every value is a "
-             "bfloat16 (BF16, FP8 and FP4 checkpoints: lossless, same outputs, half the bytes), "
-             "else fp32. \"fp32\": all widened to fp32 (the A/B baseline)."),
+             "bfloat16 (BF16, FP8 and FP4 checkpoints: lossless, same outputs, half the bytes) "
+             "and the CPU runs the AVX-512 GEMM, else fp32. \"fp32\": all widened to fp32 (the "
+             "A/B baseline)."),
       // [executor]
       choice("executor", "device", TS_CONFIG_FIELD(executor.device), "cpu", {"cpu", "cuda"},
              "\"cpu\" runs every rank on host threads; \"cuda\" puts rank i on GPU i."),

@@ -129,6 +129,8 @@ const char* gemm_backend_name() { return use_avx512() ? "avx512" : "openblas"; }
 
 bool gemm_threads_are_ours() { return use_avx512(); }
 
+bool gemm_reads_bf16_weights() { return use_avx512(); }
+
 namespace {
 
 void linear_args(const GemmNtArgs& args) {

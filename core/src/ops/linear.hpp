@@ -19,6 +19,9 @@ const char* gemm_backend_name();  // "avx512" or "openblas": what linear() runs 
 // True when linear() runs on our compute threads (so it may be called inside parallel_for items
 // and then runs on the calling thread); false when OpenBLAS threads it.
 bool gemm_threads_are_ours();
+// True when linear() reads bf16 weights at full speed (our kernel widens them in registers); the
+// OpenBLAS fallback widens a copy of W on every call, so bf16 storage only pays with our kernel.
+bool gemm_reads_bf16_weights();
 
 // y[rows, out] = x[rows, in] . W^T          (W: [out, in])
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/bf16_weights.hpp"
+#include "ops/linear.hpp"
 #include "util/check.hpp"
 
 namespace tessera {
@@ -70,10 +71,15 @@ void Runtime::build(const dsv4::ModelConfig* config,
     weights_ = std::move(weights);
   } else {
     dsv4::ModelWeights loaded = dsv4::load_model_weights(options_.model_dir, model_config_);
-    if (options_.linear_weights_in_bf16) {
+    if (options_.linear_weights_in_bf16 && ops::gemm_reads_bf16_weights()) {
       const dsv4::Bf16Summary kept = dsv4::keep_linear_weights_in_bf16(loaded);
       spdlog::info("runtime: {} linear weights kept in bf16 ({:.1f} MiB less), {} in fp32",
                    kept.tensors, kept.bytes_saved / 1048576.0, kept.kept_fp32);
+    } else if (options_.linear_weights_in_bf16) {
+      spdlog::info(
+          "runtime: linear weights kept in fp32 (GEMM {}: bf16 weights need our AVX-512 "
+          "kernel)",
+          ops::gemm_backend_name());
     }
     weights_ = std::make_shared<const dsv4::ModelWeights>(std::move(loaded));
   }

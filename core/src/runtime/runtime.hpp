@@ -32,7 +32,8 @@ struct RuntimeOptions {
   int64_t max_context = 0;                         // 0: the model's max_position_embeddings
   std::vector<std::filesystem::path> plugin_dirs;  // searched before the default path
   // Linear weights whose values are all bfloat16 (every BF16 / FP8 / FP4 checkpoint's) are kept
-  // in bf16 (model/bf16_weights.hpp): same outputs, half their bytes. [model] weight_storage.
+  // in bf16 (model/bf16_weights.hpp) where our GEMM reads them (ops::gemm_reads_bf16_weights):
+  // same outputs, half their bytes. [model] weight_storage.
   bool linear_weights_in_bf16 = true;
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
