@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "bench/copy_bandwidth.hpp"
+#include "model/bf16_weights.hpp"
 #include "model/random_weights.hpp"
 #include "ops/compute_threads.hpp"
 #include "runtime/runtime.hpp"
@@ -66,7 +67,12 @@ DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options) {
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   ops::set_compute_threads(threads);
-  auto weights = std::make_shared<const dsv4::ModelWeights>(dsv4::random_model_weights(config, 7));
+  dsv4::ModelWeights random = dsv4::random_model_weights(config, 7);
+  if (options.bf16_weights) {
+    dsv4::round_linear_weights_to_bf16(random);
+    dsv4::keep_linear_weights_in_bf16(random);
+  }
+  auto weights = std::make_shared<const dsv4::ModelWeights>(std::move(random));
   RuntimeOptions ro;
   if (!options.plugin_dir.empty()) ro.plugin_dirs = {options.plugin_dir};
   ro.memory_gib = 0.25;
@@ -94,7 +100,7 @@ DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options) {
 
   DecodeBenchResult r;
   r.parameters = dsv4::parameter_count(*weights);
-  r.weight_bytes_per_token = dsv4::decode_weight_bytes(config);
+  r.weight_bytes_per_token = dsv4::decode_weight_bytes(config, options.bf16_weights ? 2 : 4);
   r.tokens_per_second = static_cast<double>(options.decode_tokens) / seconds;
   r.weight_gbps = r.tokens_per_second * static_cast<double>(r.weight_bytes_per_token) / 1e9;
   r.copy_gbps = measure_copy_bandwidth(threads);
@@ -107,8 +113,8 @@ std::string format_decode_table(const DecodeBenchOptions& o, const DecodeBenchRe
   s += "| preset | params | weight MB/token | decode tok/s | weight GB/s | copy GB/s | % of copy "
        "|\n";
   s += "|---|---|---|---|---|---|---|\n";
-  s += fmt::format("| {} | {:.1f}M | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {:.0f}% |\n", o.preset,
-                   static_cast<double>(r.parameters) / 1e6,
+  s += fmt::format("| {}{} | {:.1f}M | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {:.0f}% |\n", o.preset,
+                   o.bf16_weights ? " (bf16 weights)" : "", static_cast<double>(r.parameters) / 1e6,
                    static_cast<double>(r.weight_bytes_per_token) / 1e6, r.tokens_per_second,
                    r.weight_gbps, r.copy_gbps, 100.0 * r.weight_gbps / r.copy_gbps);
   return s;

@@ -16,6 +16,8 @@ struct DecodeBenchOptions {
   int64_t decode_tokens = 64;
   int threads = 1;  // BLAS and copy-loop threads; 0: hardware threads
   std::string plugin_dir;
+  bool bf16_weights =
+      false;  // linear weights rounded to bfloat16 and kept in bf16 (a checkpoint's)
 };
 
 struct DecodeBenchResult {

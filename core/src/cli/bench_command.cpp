@@ -23,6 +23,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   decode->add_option("--prompt-tokens", options->prompt_tokens, "prefill length")
       ->capture_default_str();
+  decode->add_flag("--bf16-weights", options->bf16_weights,
+                   "linear weights rounded to bfloat16 and kept in bf16, as a real checkpoint's");
   decode->add_option("--threads", options->threads,
                      "threads of the decode (BLAS) and of the copy loop (0: all)");
   decode->add_option("--plugin-dir", options->plugin_dir, "extra plugin directory");

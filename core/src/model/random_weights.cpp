@@ -112,10 +112,11 @@ ModelWeights random_model_weights(const ModelConfig& c, uint64_t seed) {
   return w;
 }
 
-uint64_t decode_weight_bytes(const ModelConfig& c) {
+uint64_t decode_weight_bytes(const ModelConfig& c, int64_t bytes_per_linear_weight) {
   const int64_t D = c.hidden_size, H = c.num_heads, Dh = c.head_dim;
   const int64_t expert_params = 3 * D * c.moe_intermediate_size;
-  int64_t params = D + c.vocab_size * D + D + c.hc_mult * c.hc_mult * D;  // embed row, head, norms
+  const int64_t fp32_params = D + D;                              // the embedding row, the norm
+  int64_t params = c.vocab_size * D + c.hc_mult * c.hc_mult * D;  // head, hc_head
   for (int64_t l = 0; l < c.num_layers; ++l) {
     params += 2 * (2 + c.hc_mult) * c.hc_mult * c.hc_mult * D;  // two mHC sites
     params += c.q_lora_rank * D + H * Dh * c.q_lora_rank + Dh * D +
@@ -127,7 +128,7 @@ uint64_t decode_weight_bytes(const ModelConfig& c) {
                 2 * 2 * c.index_head_dim * D;
     params += c.n_routed_experts * D + expert_params * (1 + c.experts_per_token);
   }
-  return static_cast<uint64_t>(params) * sizeof(float);
+  return static_cast<uint64_t>(params * bytes_per_linear_weight + fp32_params * 4);
 }
 
 uint64_t parameter_count(const ModelWeights& w) {

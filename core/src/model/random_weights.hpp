@@ -12,9 +12,10 @@ namespace tessera::dsv4 {
 
 ModelWeights random_model_weights(const ModelConfig& config, uint64_t seed);
 
-// Bytes of weights one batch-1 decode step reads (fp32): every projection of every layer, the
-// router, the shared expert, experts_per_token routed experts, one embedding row, the head.
-uint64_t decode_weight_bytes(const ModelConfig& config);
+// Bytes of weights one batch-1 decode step reads: every projection of every layer, the router,
+// the shared expert, experts_per_token routed experts and the head (linear weights, 4 bytes each
+// in fp32, 2 in bf16), one embedding row and the norm (fp32).
+uint64_t decode_weight_bytes(const ModelConfig& config, int64_t bytes_per_linear_weight = 4);
 // All parameters.
 uint64_t parameter_count(const ModelWeights& weights);
 
