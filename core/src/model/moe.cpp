@@ -36,25 +36,27 @@ struct ExpertRun {
   const Expert* expert;
   const float* x;  // [rows, D]
   int64_t rows;
-  size_t hidden;  // offset of its [rows, I] gate and up rows in the layer's buffers
-  float* y;       // [rows, D]
+  float* y;  // [rows, D]
 };
 
 // y = w2 . swiglu(w1 x, w3 x) for every run: each step is one linear_group over all the experts,
 // so the threads share the whole layer's GEMMs (a batch's routed experts have ~tokens * K / E
 // rows each: too small to split one GEMM well) with one hand-off per step.
 void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, int64_t D) {
-  const int64_t I = runs.front().expert->w1.shape[0];
-  size_t hidden_rows = 0;
-  for (const ExpertRun& r : runs) {
-    hidden_rows += static_cast<size_t>(r.rows);
+  // Run i's [rows, I_i] gate and up activations start at hidden[i] in the layer's buffers (the
+  // shared expert's I may differ from the routed ones').
+  std::vector<int64_t> hidden(runs.size() + 1, 0);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    hidden[i + 1] = hidden[i] + runs[i].rows * runs[i].expert->w1.shape[0];
   }
-  std::vector<float> gate(hidden_rows * static_cast<size_t>(I)), up(gate.size());
+  std::vector<float> gate(static_cast<size_t>(hidden.back())), up(gate.size());
   std::vector<ops::GemmNtArgs> gemms;
-  for (const ExpertRun& r : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const ExpertRun& r = runs[i];
     const Expert& e = *r.expert;
-    gemms.push_back(ops::weight_product(r.x, r.rows, D, e.w1, gate.data() + r.hidden * I, I));
-    gemms.push_back(ops::weight_product(r.x, r.rows, D, e.w3, up.data() + r.hidden * I, I));
+    const int64_t I = e.w1.shape[0];
+    gemms.push_back(ops::weight_product(r.x, r.rows, D, e.w1, gate.data() + hidden[i], I));
+    gemms.push_back(ops::weight_product(r.x, r.rows, D, e.w3, up.data() + hidden[i], I));
   }
   ops::linear_group(gemms);
   const auto limit = static_cast<float>(config.swiglu_limit);
@@ -65,9 +67,10 @@ void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, 
     swiglu(gate.data() + first, up.data() + first, std::min(kPerItem, total - first), limit);
   });
   gemms.clear();
-  for (const ExpertRun& r : runs) {
-    gemms.push_back(
-        ops::weight_product(gate.data() + r.hidden * I, r.rows, I, r.expert->w2, r.y, D));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const ExpertRun& r = runs[i];
+    gemms.push_back(ops::weight_product(gate.data() + hidden[i], r.rows, r.expert->w1.shape[0],
+                                        r.expert->w2, r.y, D));
   }
   ops::linear_group(gemms);
 }
@@ -121,7 +124,7 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
   // The shared expert writes `out`; the routed ones (ascending) write their own rows, which are
   // then added into `out` token by token in expert order: the same additions in the same order
   // whatever the thread split.
-  std::vector<ExpertRun> runs{{&moe.shared, x, tokens, 0, out}};
+  std::vector<ExpertRun> runs{{&moe.shared, x, tokens, out}};
   std::vector<int64_t> first(static_cast<size_t>(E) + 1, 0);
   for (int64_t e = 0; e < E; ++e) {
     first[e + 1] = first[e] + static_cast<int64_t>(rows_of[e].size());
@@ -134,8 +137,7 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
     }
     if (!rows.empty()) {
       runs.push_back({&moe.experts[e], gathered.data() + first[e] * D,
-                      static_cast<int64_t>(rows.size()), static_cast<size_t>(tokens + first[e]),
-                      results.data() + first[e] * D});
+                      static_cast<int64_t>(rows.size()), results.data() + first[e] * D});
     }
   }
   run_experts(config, runs, D);
