@@ -105,7 +105,8 @@ const std::vector<KeySpec>& keys() {
               "sequence; DeepSeek-V4 supports up to 1M."),
       choice("model", "dtype", TS_CONFIG_FIELD(model.dtype), "auto", {"auto", "fp32", "bf16"},
              "Activation dtype of the core ops. \"auto\": fp32 on CPU (the reference path), "
-             "bf16 on CUDA. Accumulation is fp32 in every case."),
+             "bf16 on CUDA. Accumulation is fp32 in every case. \"bf16\" is refused on the "
+             "CPU path."),
       choice("model", "weight_storage", TS_CONFIG_FIELD(model.weight_storage), "auto",
              {"auto", "fp32"},
              "How linear weights are held in memory. \"auto\": in bf16 when every value is a "

@@ -44,6 +44,12 @@ RuntimeOptions RuntimeOptions::from_config(const Config& config) {
   TS_CHECK(config.executor.device == "cpu",
            "{}: executor.device = \"{}\" is not available in this build path yet; use \"cpu\"",
            config.location_of("executor.device").to_string(), config.executor.device);
+  // The CPU path computes in fp32 (its reference role); bf16 activations are the CUDA path's.
+  TS_CHECK(config.model.dtype != "bf16",
+           "{}: model.dtype = \"bf16\" (bf16 activations) is not implemented on the CPU path, "
+           "which computes in fp32; use \"auto\" or \"fp32\" (linear weights are still held in "
+           "bf16: model.weight_storage)",
+           config.location_of("model.dtype").to_string());
   return o;
 }
 

@@ -1,0 +1,57 @@
+// RuntimeOptions::from_config: what the runtime takes from a configuration file, and the settings
+// it refuses with the file:line:col of the key (values the schema accepts but this build path
+// cannot honour).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "config/config.hpp"
+#include "runtime/runtime.hpp"
+#include "util/check.hpp"
+
+namespace tessera {
+namespace {
+
+const std::string kModel =
+    (std::filesystem::path(TESSERA_SOURCE_DIR) / "models/tiny-dsv4").generic_string();
+
+Config config_with(const std::string& model_keys, const std::string& rest = "") {
+  return load_config_string("[model]\npath = \"" + kModel + "\"\n" + model_keys + rest, "x.toml");
+}
+
+// The message of the Error from_config throws, or "" when it accepts the file.
+std::string refusal(const Config& c) {
+  try {
+    (void)RuntimeOptions::from_config(c);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RuntimeOptions, WeightStorageSelectsBf16OrFp32LinearWeights) {
+  EXPECT_TRUE(RuntimeOptions::from_config(config_with("")).linear_weights_in_bf16);
+  EXPECT_TRUE(RuntimeOptions::from_config(config_with("weight_storage = \"auto\"\n"))
+                  .linear_weights_in_bf16);
+  EXPECT_FALSE(RuntimeOptions::from_config(config_with("weight_storage = \"fp32\"\n"))
+                   .linear_weights_in_bf16);
+}
+
+TEST(RuntimeOptions, Bf16ActivationsAreRefusedOnTheCpuPathWithTheKeysLocation) {
+  EXPECT_EQ(refusal(config_with("dtype = \"fp32\"\n")), "");
+  EXPECT_EQ(refusal(config_with("dtype = \"auto\"\n")), "");
+  const std::string why = refusal(config_with("max_context = 1024\ndtype = \"bf16\"\n"));
+  EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("model.dtype = \"bf16\""), std::string::npos) << why;
+  EXPECT_NE(why.find("use \"auto\" or \"fp32\""), std::string::npos) << why;
+}
+
+TEST(RuntimeOptions, CudaDeviceIsRefusedWithTheKeysLocation) {
+  const std::string why = refusal(config_with("", "[executor]\ndevice = \"cuda\"\n"));
+  EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("executor.device = \"cuda\""), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace tessera
