@@ -63,8 +63,7 @@ TS_AVX512 inline __m512 load_w(const uint16_t* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
-TS_AVX512 inline __m512 load_w_tail(__mmask16 mask, int64_t count, const float* p) {
-  (void)count;
+TS_AVX512 inline __m512 load_w_tail(__mmask16 mask, int64_t /*count*/, const float* p) {
   return _mm512_maskz_loadu_ps(mask, p);
 }
 TS_AVX512 inline __m512 load_w_tail(__mmask16 /*mask*/, int64_t count, const uint16_t* p) {

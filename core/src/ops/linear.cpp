@@ -127,8 +127,6 @@ void set_gemm_backend(GemmBackend backend) { g_backend.store(backend); }
 
 const char* gemm_backend_name() { return use_avx512() ? "avx512" : "openblas"; }
 
-bool gemm_threads_are_ours() { return use_avx512(); }
-
 bool gemm_reads_bf16_weights() { return use_avx512(); }
 
 namespace {
@@ -174,6 +172,7 @@ GemmNtArgs weight_product(const float* x, int64_t rows, int64_t ldx, const dsv4:
 }
 
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y) {
+  // Checked here too: the arguments below read shape[0] and shape[1].
   TS_CHECK(w.shape.size() == 2, "linear: weight must be 2-D, has {} dims", w.shape.size());
   linear_args(weight_product(x, rows, w.shape[1], w, y, w.shape[0]));
 }

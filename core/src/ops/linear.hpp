@@ -16,9 +16,6 @@ enum class GemmBackend { kAuto, kBlas };  // kAuto: AVX-512 kernel when the CPU 
 // Process-wide; for tests and A/B of the kernels. The default comes from TESSERA_GEMM.
 void set_gemm_backend(GemmBackend backend);
 const char* gemm_backend_name();  // "avx512" or "openblas": what linear() runs now
-// True when linear() runs on our compute threads (so it may be called inside parallel_for items
-// and then runs on the calling thread); false when OpenBLAS threads it.
-bool gemm_threads_are_ours();
 // True when linear() reads bf16 weights at full speed (our kernel widens them in registers); the
 // OpenBLAS fallback widens a copy of W on every call, so bf16 storage only pays with our kernel.
 bool gemm_reads_bf16_weights();

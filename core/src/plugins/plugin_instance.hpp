@@ -51,8 +51,9 @@ class PluginInstance {
   ~PluginInstance() { reset(); }
 
   void reset() noexcept {
-    if (descriptor_ != nullptr && instance_ != nullptr) { descriptor_->destroy(instance_);
-}
+    if (descriptor_ != nullptr && instance_ != nullptr) {
+      descriptor_->destroy(instance_);
+    }
     instance_ = nullptr;
   }
 
@@ -72,8 +73,9 @@ class PluginInstance {
 
   // Throws tessera::Error("<plugin>: <what>: <message>") unless status is TS_OK.
   void check(ts_status status, const char* what) const {
-    if (status.code == TS_OK) { return;
-}
+    if (status.code == TS_OK) {
+      return;
+    }
     throw Error(std::string(name()) + ": " + what + ": " +
                 (status.message ? status.message : "(no message)") + " [" +
                 status_code_name(status.code) + "]");
