@@ -3,7 +3,9 @@
 // within kFastExpRelError of a double-precision exp wherever the result is a normal float, within
 // kWeightAbsError below that, exactly 1 at 0 and 0 for removed (-inf) tokens; the block sums equal
 // a plain double sum of the weights. The top-p heavy-weight pass gives the same tokens, mass and
-// largest lighter weight in its AVX-512 and portable versions.
+// largest lighter weight in its AVX-512 and portable versions. The row scan (max, all finite) and
+// the first index of a value agree with plain loops in both versions, at every tail length and
+// wherever an inf or NaN sits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "certified_top_p.hpp"
 #include "exp_weights.hpp"
+#include "row_scan.hpp"
 
 namespace tessera::sampler {
 namespace {
@@ -141,6 +144,59 @@ TEST(SamplerTopPHeavyPass, BothVersionsAgree) {
       EXPECT_EQ(h->max_below, below) << "n " << n;
     }
   }
+}
+
+// Plain loops: the largest value (NaN-free rows) and whether every value is finite.
+RowScan plain_scan(const std::vector<float>& v) {
+  RowScan r{-std::numeric_limits<float>::infinity(), true};
+  for (const float x : v) {
+    r.all_finite = r.all_finite && std::isfinite(x);
+    if (!std::isnan(x)) r.max = std::max(r.max, x);
+  }
+  return r;
+}
+
+TEST(SamplerRowScan, BothVersionsAgreeWithPlainLoops) {
+  const float bad_values[] = {
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+      std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+      std::numeric_limits<float>::max()};  // the last one is finite
+  int checked = 0;
+  for (int n = 1; n <= 200; n += (n < 70 ? 1 : 13)) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) {  // negative and positive, max somewhere inside
+      v[i] = static_cast<float>(5.0 * std::sin(1.3 * static_cast<double>(i * i + n)));
+    }
+    const auto check = [&](const std::vector<float>& row, const char* what, int at) {
+      const RowScan expected = plain_scan(row);
+      for (const RowScan got : {scan_row(row), scan_row_portable(row)}) {
+        ASSERT_EQ(got.all_finite, expected.all_finite) << what << " at " << at << ", n " << n;
+        if (expected.all_finite) {
+          ASSERT_EQ(got.max, expected.max) << what << " at " << at << ", n " << n;
+        }
+      }
+      if (!expected.all_finite) return;
+      const auto first =
+          static_cast<int32_t>(std::find(row.begin(), row.end(), expected.max) - row.begin());
+      ASSERT_EQ(first_index_of(row, expected.max), first) << what << ", n " << n;
+      ASSERT_EQ(first_index_of_portable(row, expected.max), first) << what << ", n " << n;
+      ASSERT_EQ(first_index_of(row, 1234.5f), -1) << what << ", n " << n;
+      ++checked;
+    };
+    check(v, "clean row", -1);
+    for (const int at : {0, n / 2, n - 1}) {
+      for (const float bad : bad_values) {
+        std::vector<float> w = v;
+        w[static_cast<size_t>(at)] = bad;
+        check(w, "one special value", at);
+      }
+      std::vector<float> ties = v;  // the max twice: the lower index wins
+      ties[static_cast<size_t>(at)] = 7.0f;
+      ties[static_cast<size_t>(n - 1)] = 7.0f;
+      check(ties, "tied maxima", at);
+    }
+  }
+  EXPECT_GT(checked, 500);
 }
 
 }  // namespace

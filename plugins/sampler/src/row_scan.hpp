@@ -18,4 +18,9 @@ struct RowScan {
 // -1 if none.
 [[nodiscard]] int32_t first_index_of(std::span<const float> values, float value);
 
+// The portable versions (GCC vector extensions, one clone per x86-64 level) that the two above
+// run on CPUs without AVX-512; tests compare both.
+[[nodiscard]] RowScan scan_row_portable(std::span<const float> logits);
+[[nodiscard]] int32_t first_index_of_portable(std::span<const float> values, float value);
+
 }  // namespace tessera::sampler
