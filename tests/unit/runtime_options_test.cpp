@@ -7,6 +7,8 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "ops/gemm_nt.hpp"
+#include "ops/linear.hpp"
 #include "runtime/runtime.hpp"
 #include "util/check.hpp"
 
@@ -38,13 +40,29 @@ TEST(RuntimeOptions, WeightStorageSelectsBf16OrFp32LinearWeights) {
                    .linear_weights_in_bf16);
 }
 
-TEST(RuntimeOptions, Bf16ActivationsAreRefusedOnTheCpuPathWithTheKeysLocation) {
-  EXPECT_EQ(refusal(config_with("dtype = \"fp32\"\n")), "");
-  EXPECT_EQ(refusal(config_with("dtype = \"auto\"\n")), "");
-  const std::string why = refusal(config_with("max_context = 1024\ndtype = \"bf16\"\n"));
-  EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
-  EXPECT_NE(why.find("model.dtype = \"bf16\""), std::string::npos) << why;
-  EXPECT_NE(why.find("use \"auto\" or \"fp32\""), std::string::npos) << why;
+// model.dtype = "bf16" runs where the CPU has AVX512_BF16 and our GEMM runs (it multiplies the
+// weights held in bf16); elsewhere, or with weight_storage = "fp32" (no bf16 weights to multiply),
+// it is refused with the key's location.
+TEST(RuntimeOptions, Bf16ActivationsNeedTheBf16KernelAndBf16Weights) {
+  EXPECT_FALSE(RuntimeOptions::from_config(config_with("dtype = \"fp32\"\n")).bf16_activations);
+  EXPECT_FALSE(RuntimeOptions::from_config(config_with("dtype = \"auto\"\n")).bf16_activations);
+  const Config bf16 = config_with("max_context = 1024\ndtype = \"bf16\"\n");
+  const auto expect_refused = [](const std::string& why, const std::string& reason) {
+    EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
+    EXPECT_NE(why.find("model.dtype = \"bf16\""), std::string::npos) << why;
+    EXPECT_NE(why.find(reason), std::string::npos) << why;
+  };
+  if (ops::gemm_nt_bf16_available() && ops::gemm_reads_bf16_weights()) {
+    EXPECT_TRUE(RuntimeOptions::from_config(bf16).bf16_activations);
+    expect_refused(refusal(config_with("max_context = 1024\ndtype = \"bf16\"\n"
+                                       "weight_storage = \"fp32\"\n")),
+                   "weight_storage = \"auto\"");
+    ops::set_gemm_backend(ops::GemmBackend::kBlas);  // TESSERA_GEMM=blas
+    expect_refused(refusal(bf16), "this one runs openblas");
+    ops::set_gemm_backend(ops::GemmBackend::kAuto);
+  } else {
+    expect_refused(refusal(bf16), "needs a CPU with AVX512_BF16");
+  }
 }
 
 TEST(RuntimeOptions, CudaDeviceIsRefusedWithTheKeysLocation) {

@@ -48,10 +48,12 @@ double time_calls(size_t copies, bool cold, double budget, const Call& call) {
   return elapsed / static_cast<double>(calls);
 }
 
-// One row of the table per variant: a backend, W in fp32 or (our kernel only) in bf16.
+// One row of the table per variant: a backend, W in fp32 or (our kernel only) in bf16, x in fp32
+// or (W in bf16, AVX512_BF16 only) rounded to bf16 (model.dtype = "bf16").
 struct Variant {
   ops::GemmBackend backend;
   bool bf16_w;
+  bool bf16_x = false;
 };
 
 }  // namespace
@@ -61,6 +63,9 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
   if (ops::gemm_nt_avx512_available()) {
     variants.insert(variants.begin(),
                     {{ops::GemmBackend::kAuto, false}, {ops::GemmBackend::kAuto, true}});
+  }
+  if (ops::gemm_nt_bf16_available()) {
+    variants.insert(variants.begin() + 2, {ops::GemmBackend::kAuto, true, true});
   }
   const int threads_before = ops::compute_threads();
   std::string table =
@@ -89,6 +94,7 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
           a.w = nullptr;
           a.w_bf16 = ring16.data() + copy * w_size;
         }
+        const ops::Bf16ActivationScope precision(v.bf16_x);
         ops::linear_group(std::span<const ops::GemmNtArgs>(&a, 1));
       };
       const double w_bytes = static_cast<double>(w_size * (v.bf16_w ? 2 : sizeof(float)));
@@ -98,7 +104,8 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
         const double cold = time_calls(copies, true, options.seconds_per_cell, call);
         table += fmt::format(
             "| {} x {} x {} | {}{} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", s.rows,
-            s.out, s.in, ops::gemm_backend_name(), v.bf16_w ? ", W bf16" : "", threads, hot * 1e6,
+            s.out, s.in, ops::gemm_backend_name(),
+            v.bf16_x ? ", x + W bf16" : (v.bf16_w ? ", W bf16" : ""), threads, hot * 1e6,
             flop / hot / 1e9, cold * 1e6, flop / cold / 1e9, w_bytes / cold / 1e9);
       }
     }

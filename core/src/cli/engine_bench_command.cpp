@@ -36,6 +36,11 @@ void add_engine_bench_command(CLI::App& app) {
                   "linear weights: fp32 | bf16 (default: as served; a preset's bf16 are its "
                   "random values rounded, as a real checkpoint's)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_option("--dtype", o->dtype,
+                  "activations of the linear layers: fp32 | bf16 (model.dtype; bf16 multiplies "
+                  "the weights held in bf16)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("--plugin-dir", o->plugin_dir, "extra plugin directory");
   cmd->callback([o] {
     const auto rows = engine::run_engine_bench(*o);

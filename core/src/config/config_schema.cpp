@@ -105,8 +105,10 @@ const std::vector<KeySpec>& keys() {
               "sequence; DeepSeek-V4 supports up to 1M."),
       choice("model", "dtype", TS_CONFIG_FIELD(model.dtype), "auto", {"auto", "fp32", "bf16"},
              "Activation dtype of the core ops. \"auto\": fp32 on CPU (the reference path), "
-             "bf16 on CUDA. Accumulation is fp32 in every case. \"bf16\" is refused on the "
-             "CPU path."),
+             "bf16 on CUDA. Accumulation is fp32 in every case. \"bf16\" on the CPU: every "
+             "linear layer whose weight is held in bf16 rounds its input to bf16 and multiplies "
+             "on vdpbf16ps (other ops stay fp32; logits move by ~1e-3 relative); needs "
+             "AVX512_BF16 and weight_storage = \"auto\", else refused."),
       choice("model", "weight_storage", TS_CONFIG_FIELD(model.weight_storage), "auto",
              {"auto", "fp32"},
              "How linear weights are held in memory. \"auto\": in bf16 when every value is a "

@@ -14,6 +14,7 @@
 #include "engine/engine.hpp"
 #include "model/bf16_weights.hpp"
 #include "model/random_weights.hpp"
+#include "ops/gemm_nt.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "util/check.hpp"
@@ -173,6 +174,9 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
   if (!o.plugin_dir.empty()) ro.plugin_dirs = {o.plugin_dir};
   ro.memory_gib = o.memory_gib;
   ro.max_context = std::max<int64_t>(4096, o.prompt_tokens + o.output_tokens + 1);
+  ro.bf16_activations = o.dtype == "bf16";
+  TS_CHECK(!ro.bf16_activations || ops::gemm_nt_bf16_available(),
+           "--dtype bf16 needs a CPU with AVX512_BF16");
   std::unique_ptr<Runtime> rt;
   TS_CHECK(o.weights.empty() || o.weights == "fp32" || o.weights == "bf16",
            "--weights must be fp32 or bf16, got \"{}\"", o.weights);
@@ -204,13 +208,14 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
 std::string format_engine_bench(const EngineBenchOptions& o,
                                 const std::vector<EngineBenchRow>& rows) {
   std::string s = fmt::format(
-      "engine bench: {} ({} linear weights), prompt {} + output {} tokens, tp {}, prefix cache "
+      "engine bench: {} ({} linear weights, {} activations), prompt {} + output {} tokens, tp {}, "
+      "prefix cache "
       "{}, temperature {}, top_p {}, warm-up {}\n\n",
       o.model_dir.empty() ? "preset " + o.preset : o.model_dir,
       !o.weights.empty()    ? o.weights
       : o.model_dir.empty() ? "fp32"
                             : "bf16 where exact",
-      o.prompt_tokens, o.output_tokens, o.tensor_parallel, o.prefix_cache ? "on" : "off",
+      o.dtype, o.prompt_tokens, o.output_tokens, o.tensor_parallel, o.prefix_cache ? "on" : "off",
       o.temperature, o.top_p,
       o.warmup < 0 ? std::string("one wave (concurrency requests)")
                    : fmt::format("{} requests", o.warmup));

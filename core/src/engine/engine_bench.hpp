@@ -33,6 +33,9 @@ struct EngineBenchOptions {
   // random values in fp32); "fp32": all in fp32; "bf16": a preset's random values rounded to
   // bfloat16 and kept in bf16, as a real checkpoint's would be.
   std::string weights;
+  // Activations of the linear layers: "fp32" (the CPU default) or "bf16" (model.dtype = "bf16":
+  // weights held in bf16 multiply bf16-rounded inputs; needs --weights bf16 on a preset).
+  std::string dtype = "fp32";
 };
 
 struct EngineBenchRow {

@@ -34,6 +34,7 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
     shards_.push_back(runtime.weights());
     ranks_.push_back(std::make_unique<Rank>(config, *runtime.weights(), runtime.kv_format(),
                                             runtime.attention(), runtime.pools(), nullptr));
+    ranks_.back()->set_bf16_activations(runtime.options().bf16_activations);
     return;
   }
   group_ = std::make_unique<HostCommGroup>(tensor_parallel);
@@ -66,6 +67,7 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
                                             &group_->communicator(r)));
     resources_.push_back(std::move(res));
   }
+  for (auto& rank : ranks_) rank->set_bf16_activations(o.bf16_activations);
   for (int r = 1; r < tensor_parallel; ++r) workers_.emplace_back([this, r] { worker_loop(r); });
   spdlog::info("executor: tensor_parallel = {} CPU ranks, {} compute thread(s) per rank, GEMM {}",
                tensor_parallel, ops::compute_threads(), ops::gemm_backend_name());

@@ -35,6 +35,7 @@ class Rank {
   size_t sequences() const { return sequences_.size(); }
   size_t snapshots() const { return snapshots_.size(); }
   const KvPools& pools() const { return pools_; }
+  void set_bf16_activations(bool on) { model_.set_bf16_activations(on); }
 
  private:
   const dsv4::ModelConfig& config_;

@@ -5,6 +5,7 @@
 #include "model/attention_layer.hpp"
 #include "model/hyper_connection.hpp"
 #include "model/moe.hpp"
+#include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
 #include "util/check.hpp"
@@ -27,6 +28,7 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   const int64_t T = batch.total_tokens();
   const int64_t D = config_.hidden_size, n = config_.hc_mult, V = config_.vocab_size;
   TS_CHECK(T > 0, "forward: empty batch");
+  const ops::Bf16ActivationScope precision(bf16_activations_);
   std::vector<int64_t> positions;
   std::vector<int32_t> ids;
   positions.reserve(static_cast<size_t>(T));

@@ -41,6 +41,10 @@ class Model {
   Logits forward(const ForwardBatch& batch, ForwardStats* stats = nullptr);
 
   const ModelConfig& config() const { return config_; }
+  // model.dtype = "bf16": forward() multiplies every weight held in bf16 by bf16-rounded inputs
+  // (ops::Bf16ActivationScope); the caller checked ops::gemm_nt_bf16_available().
+  void set_bf16_activations(bool on) { bf16_activations_ = on; }
+  bool bf16_activations() const { return bf16_activations_; }
 
  private:
   const ModelConfig& config_;
@@ -49,6 +53,7 @@ class Model {
   const PluginInstance& attention_;
   KvPools& pools_;
   Communicator* comm_ = nullptr;
+  bool bf16_activations_ = false;
   std::vector<ops::RopeTable> rope_;  // per layer
   std::vector<uint8_t> workspace_;
 };

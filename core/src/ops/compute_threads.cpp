@@ -130,12 +130,22 @@ namespace {
 // loop shared over experts) then runs on that thread alone instead of waking helpers of its own.
 thread_local bool t_in_items = false;
 
+thread_local bool t_bf16_activations = false;
+
+// A helper running items: nested parallel_for stays on it, and it computes as the caller does.
 struct InItems {
   bool before = t_in_items;
-  InItems() { t_in_items = true; }
+  Bf16ActivationScope precision;
+  explicit InItems(bool bf16) : precision(bf16) { t_in_items = true; }
   ~InItems() { t_in_items = before; }
 };
 }  // namespace
+
+Bf16ActivationScope::Bf16ActivationScope(bool on) : before_(t_bf16_activations) {
+  t_bf16_activations = on;
+}
+Bf16ActivationScope::~Bf16ActivationScope() { t_bf16_activations = before_; }
+bool bf16_activations() { return t_bf16_activations; }
 
 int compute_threads() { return t_in_items ? 1 : g_threads.load(std::memory_order_relaxed); }
 
@@ -150,10 +160,11 @@ void parallel_for(int64_t items, int threads, ItemFn body) {
     std::atomic<int64_t> next{0};
     int64_t items;
     ItemFn body;
-  } shared{{}, items, body};
+    bool bf16;
+  } shared{{}, items, body, t_bf16_activations};
   auto drain = [](const void* ctx, int /*part*/) {
     auto& s = *static_cast<Shared*>(const_cast<void*>(ctx));
-    const InItems in_items;
+    const InItems in_items(s.bf16);
     for (int64_t i = s.next.fetch_add(1, std::memory_order_relaxed); i < s.items;
          i = s.next.fetch_add(1, std::memory_order_relaxed)) {
       s.body.call(s.body.ctx, i);

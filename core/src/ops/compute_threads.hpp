@@ -17,9 +17,27 @@
 
 namespace tessera::ops {
 
+// - bf16 activations (Bf16ActivationScope) are a setting of the calling thread; parallel_for
+//   carries the caller's setting into its helpers for the items it hands them.
+
 // Sets the thread count for our kernels and for OpenBLAS. n < 1 means 1.
 void set_compute_threads(int n);
 int compute_threads();
+
+// While one is alive on a thread, linear() / linear_group() there (and in the parallel_for items
+// it hands out) round x to bf16 for every weight held in bf16 and multiply on vdpbf16ps:
+// model.dtype = "bf16" on the CPU (docs/config.md). Scopes nest; the destructor restores.
+class Bf16ActivationScope {
+ public:
+  explicit Bf16ActivationScope(bool on);
+  ~Bf16ActivationScope();
+  Bf16ActivationScope(const Bf16ActivationScope&) = delete;
+  Bf16ActivationScope& operator=(const Bf16ActivationScope&) = delete;
+
+ private:
+  bool before_;
+};
+bool bf16_activations();  // on this thread
 
 // A non-owning callable: body(ctx, item).
 struct ItemFn {

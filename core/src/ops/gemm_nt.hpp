@@ -26,10 +26,19 @@ struct GemmNtArgs {
   int64_t ldy;
   // When set, W is read from here instead of w: the same [out, in] matrix (ldw apart) in bf16.
   const uint16_t* w_bf16 = nullptr;
+  // bf16 activations: when set (w_bf16 must be too), x is read from here instead, [rows, in] in
+  // bf16 rows ldx apart, and the products run on vdpbf16ps (requires gemm_nt_bf16_available()).
+  const uint16_t* x_bf16 = nullptr;
 };
 
 // True when this CPU runs the AVX-512 kernel (AVX-512 F + DQ); otherwise callers use BLAS.
 bool gemm_nt_avx512_available();
+
+// True when the CPU also runs the bf16-activation kernel (AVX512_BF16 and BW).
+bool gemm_nt_bf16_available();
+
+// out[rows, in] (dense) = x rounded to bf16, nearest even. Requires gemm_nt_bf16_available().
+void round_rows_to_bf16(const float* x, int64_t rows, int64_t in, int64_t ldx, uint16_t* out);
 
 // The kernel walks W in chunks of this many rows (a multiple of 4) and prefetches the next chunk
 // of its range while computing one: a range of several chunks streams W best.

@@ -8,6 +8,8 @@
 #include "ops/gemm_nt.hpp"
 
 #define TS_AVX512 __attribute__((target("avx512f,avx512dq")))
+// The bf16-activation kernel also needs vdpbf16ps (AVX512_BF16) and 16-bit masked loads (BW).
+#define TS_AVX512_BF16 __attribute__((target("avx512f,avx512dq,avx512bw,avx512bf16")))
 
 namespace tessera::ops {
 namespace {
@@ -131,6 +133,73 @@ TS_AVX512 inline BlockSums block(const float* const* xr, const W* const* wr, int
   return out;
 }
 
+// The bf16-activation block: x and W both bf16, 32 k per step, acc[i][j] lane l accumulating
+// x[2l] * w[2l] + x[2l + 1] * w[2l + 1] of each 32-k step (vdpbf16ps: exact bf16 products,
+// fp32 sums, round to nearest even; Intel SDM "VDPBF16PS"). Then the fp32 kernel's folds, so
+// every output is still computed by the same operations wherever it sits (batch-invariant).
+// Not inlined: it is called from the fp32 range loop, whose target lacks AVX512_BF16.
+TS_AVX512_BF16 inline __m512bh load_bf16(const uint16_t* p) {
+  return (__m512bh)_mm512_loadu_si512(p);
+}
+TS_AVX512_BF16 inline __m512bh load_bf16_tail(__mmask32 mask, const uint16_t* p) {
+  return (__m512bh)_mm512_maskz_loadu_epi16(mask, p);
+}
+
+template <int MR>
+TS_AVX512_BF16 BlockSums block_dp(const uint16_t* const* xr, const uint16_t* const* wr, int64_t K,
+                                  const NextChunk& next) {
+  __m512 acc[kRows][4];
+  for (auto& row : acc) {
+    for (auto& a : row) {
+      a = _mm512_setzero_ps();
+    }
+  }
+  int64_t k = 0;
+  for (int64_t step = 0; k + 2 * kLanes <= K; k += 2 * kLanes, ++step) {
+    if (next.rows != nullptr && step % next.period == next.phase) {
+      for (int j = 0; j < 4; ++j) {
+        _mm_prefetch(next.rows + j * next.ldw + k * 2, _MM_HINT_T1);
+      }
+    }
+    const __m512bh w0 = load_bf16(wr[0] + k), w1 = load_bf16(wr[1] + k);
+    const __m512bh w2 = load_bf16(wr[2] + k), w3 = load_bf16(wr[3] + k);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh xv = load_bf16(xr[i] + k);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], xv, w0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], xv, w1);
+      acc[i][2] = _mm512_dpbf16_ps(acc[i][2], xv, w2);
+      acc[i][3] = _mm512_dpbf16_ps(acc[i][3], xv, w3);
+    }
+  }
+  if (k < K) {  // the tail: masked loads read zeros past K (and never touch memory there)
+    const auto mask = static_cast<__mmask32>((1u << (K - k)) - 1u);
+    const __m512bh w0 = load_bf16_tail(mask, wr[0] + k), w1 = load_bf16_tail(mask, wr[1] + k);
+    const __m512bh w2 = load_bf16_tail(mask, wr[2] + k), w3 = load_bf16_tail(mask, wr[3] + k);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh xv = load_bf16_tail(mask, xr[i] + k);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], xv, w0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], xv, w1);
+      acc[i][2] = _mm512_dpbf16_ps(acc[i][2], xv, w2);
+      acc[i][3] = _mm512_dpbf16_ps(acc[i][3], xv, w3);
+    }
+  }
+  __m512 rows[kRows];
+  for (int i = 0; i < MR; ++i) {
+    rows[i] = fold4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  for (int i = MR; i < kRows; ++i) {
+    rows[i] = zero;
+  }
+  BlockSums out{fold_lanes(rows[0], rows[1], rows[2], rows[3]), zero};
+  if constexpr (MR > 4) {
+    out.hi = fold_lanes(rows[4], rows[5], zero, zero);
+  }
+  return out;
+}
+
 TS_AVX512 inline void store4(__m512 sums, float* y, int64_t ldy, int rows, int nr) {
   if (nr == 4) {
     for (int i = 0; i < rows; ++i) {
@@ -178,6 +247,25 @@ int64_t rows_per_chunk(int64_t K) {
 }
 
 template <typename W>
+TS_AVX512 inline BlockSums block_rows(int mr, const uint16_t* const* xr, const W* const* wr,
+                                      int64_t K, const NextChunk& next) {
+  switch (mr) {
+    case 6:
+      return block_dp<6>(xr, wr, K, next);
+    case 5:
+      return block_dp<5>(xr, wr, K, next);
+    case 4:
+      return block_dp<4>(xr, wr, K, next);
+    case 3:
+      return block_dp<3>(xr, wr, K, next);
+    case 2:
+      return block_dp<2>(xr, wr, K, next);
+    default:
+      return block_dp<1>(xr, wr, K, next);
+  }
+}
+
+template <typename W>
 TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const W* const* wr, int64_t K,
                                       const NextChunk& next) {
   switch (mr) {
@@ -202,6 +290,33 @@ int64_t gemm_nt_avx512_cols_per_chunk(int64_t rows, int64_t in) {
   return cols_per_chunk_for(rows, std::max<int64_t>(in, 1));
 }
 
+bool gemm_nt_bf16_available() {
+  static const bool ok = gemm_nt_avx512_available() && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512bf16");
+  return ok;
+}
+
+// Round to nearest even (vcvtneps2bf16), 16 values at a time; the tail through a masked load.
+TS_AVX512_BF16 void round_rows_to_bf16(const float* x, int64_t rows, int64_t in, int64_t ldx,
+                                       uint16_t* out) {
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* src = x + m * ldx;
+    uint16_t* dst = out + m * in;
+    int64_t k = 0;
+    for (; k + kLanes <= in; k += kLanes) {
+      const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + k));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), (__m256i)h);
+    }
+    if (k < in) {
+      const auto mask = static_cast<__mmask16>((1u << (in - k)) - 1u);
+      alignas(32) uint16_t tmp[kLanes];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tmp),
+                         (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, src + k)));
+      std::copy_n(tmp, in - k, dst + k);
+    }
+  }
+}
+
 bool gemm_nt_avx512_available() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
   return ok;
@@ -214,8 +329,10 @@ constexpr int64_t kSinglePassAhead = 16;
 
 namespace {
 
-template <typename W>
-TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const W* w, int64_t n_begin, int64_t n_end) {
+// X: float, or uint16_t for bf16 activations (then W is bf16 too, and ldx counts bf16s).
+template <typename X, typename W>
+TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const X* x, const W* w, int64_t n_begin,
+                             int64_t n_end) {
   const int64_t K = std::max<int64_t>(a.in, 1);
   const auto w_bytes = static_cast<int64_t>(sizeof(W));
   const int64_t n_chunk = cols_per_chunk_for(a.rows, K), m_chunk = rows_per_chunk(K);
@@ -227,9 +344,9 @@ TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const W* w, int64_t n_begin, i
       const bool last_x_chunk = mc_end == a.rows;  // the next chunk of W is needed right after
       for (int64_t m0 = mc; m0 < mc_end; m0 += kRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kRows, mc_end - m0));
-        const float* xr[kRows];
+        const X* xr[kRows];
         for (int i = 0; i < kRows; ++i) {
-          xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
+          xr[i] = x + (m0 + std::min(i, mr - 1)) * a.ldx;
         }
         for (int64_t n0 = nc; n0 < nc_end; n0 += kBlock) {
           const int nr = static_cast<int>(std::min(kBlock, nc_end - n0));
@@ -260,10 +377,12 @@ TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const W* w, int64_t n_begin, i
 }  // namespace
 
 TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
-  if (a.w_bf16 != nullptr) {
-    gemm_nt_range(a, a.w_bf16, n_begin, n_end);
+  if (a.x_bf16 != nullptr) {
+    gemm_nt_range(a, a.x_bf16, a.w_bf16, n_begin, n_end);
+  } else if (a.w_bf16 != nullptr) {
+    gemm_nt_range(a, a.x, a.w_bf16, n_begin, n_end);
   } else {
-    gemm_nt_range(a, a.w, n_begin, n_end);
+    gemm_nt_range(a, a.x, a.w, n_begin, n_end);
   }
 }
 

@@ -55,6 +55,18 @@ void pack_rows(GemmNtArgs& a, std::vector<float>& store) {
   a.ldx = a.in;
 }
 
+// bf16 activations (Bf16ActivationScope) for a weight held in bf16: x rounded into `store`.
+void round_x_if_bf16(GemmNtArgs& a, std::vector<uint16_t>& store) {
+  if (a.w_bf16 == nullptr || !bf16_activations() || a.rows == 0 || a.in == 0 ||
+      !gemm_nt_bf16_available()) {
+    return;
+  }
+  store.resize(static_cast<size_t>(a.rows * a.in));
+  round_rows_to_bf16(a.x, a.rows, a.in, a.ldx, store.data());
+  a.x_bf16 = store.data();
+  a.ldx = a.in;
+}
+
 void zero_output(const GemmNtArgs& a) {
   for (int64_t m = 0; m < a.rows; ++m) {
     std::fill_n(a.y + m * a.ldy, a.out, 0.0f);
@@ -96,7 +108,11 @@ void linear_avx512(GemmNtArgs a) {
   // same L1 sets and evict each other while every block of W meets them: copy them together
   // first (rows * in floats, against rows * in * out multiply-adds).
   thread_local std::vector<float> packed_x;
-  pack_rows(a, packed_x);
+  thread_local std::vector<uint16_t> rounded_x;
+  round_x_if_bf16(a, rounded_x);
+  if (a.x_bf16 == nullptr) {
+    pack_rows(a, packed_x);
+  }
   // Shared out in items of whole W chunks, two or more chunks per item where there are enough,
   // so each thread's kernel call can prefetch its next chunk while computing one. A W of fewer
   // chunks than threads (few, long rows: the hyper-connection mix, 24 x 2048) is split by 4-row
@@ -187,14 +203,19 @@ void linear_group(std::span<const GemmNtArgs> gemms) {
   }
   std::vector<GemmNtArgs> args(gemms.begin(), gemms.end());
   thread_local std::vector<std::vector<float>> packed;
+  thread_local std::vector<std::vector<uint16_t>> rounded;
   packed.resize(std::max(packed.size(), args.size()));
+  rounded.resize(std::max(rounded.size(), args.size()));
   int64_t total = 0;
   for (size_t g = 0; g < args.size(); ++g) {
     GemmNtArgs& a = args[g];
     if (a.rows > 0 && a.out > 0 && a.in == 0) {
       zero_output(a);
     }
-    pack_rows(a, packed[g]);
+    round_x_if_bf16(a, rounded[g]);
+    if (a.x_bf16 == nullptr) {
+      pack_rows(a, packed[g]);
+    }
     total += a.rows * a.out * a.in;
   }
   // Items: column ranges (multiples of 4) of one product, about total / (threads * 4)

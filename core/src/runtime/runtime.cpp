@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/bf16_weights.hpp"
+#include "ops/gemm_nt.hpp"
 #include "ops/linear.hpp"
 #include "util/check.hpp"
 
@@ -44,12 +45,19 @@ RuntimeOptions RuntimeOptions::from_config(const Config& config) {
   TS_CHECK(config.executor.device == "cpu",
            "{}: executor.device = \"{}\" is not available in this build path yet; use \"cpu\"",
            config.location_of("executor.device").to_string(), config.executor.device);
-  // The CPU path computes in fp32 (its reference role); bf16 activations are the CUDA path's.
-  TS_CHECK(config.model.dtype != "bf16",
-           "{}: model.dtype = \"bf16\" (bf16 activations) is not implemented on the CPU path, "
-           "which computes in fp32; use \"auto\" or \"fp32\" (linear weights are still held in "
-           "bf16: model.weight_storage)",
-           config.location_of("model.dtype").to_string());
+  // "auto" is fp32 on the CPU (the reference path); "bf16" is an opt-in with its own numerics.
+  o.bf16_activations = config.model.dtype == "bf16";
+  if (o.bf16_activations) {
+    TS_CHECK(ops::gemm_nt_bf16_available() && ops::gemm_reads_bf16_weights(),
+             "{}: model.dtype = \"bf16\" needs a CPU with AVX512_BF16 and our AVX-512 GEMM (this "
+             "one runs {}{}); use \"auto\" or \"fp32\"",
+             config.location_of("model.dtype").to_string(), ops::gemm_backend_name(),
+             ops::gemm_nt_bf16_available() ? "" : ", no AVX512_BF16");
+    TS_CHECK(o.linear_weights_in_bf16,
+             "{}: model.dtype = \"bf16\" multiplies the weights held in bf16, and "
+             "model.weight_storage = \"fp32\" holds none; use weight_storage = \"auto\"",
+             config.location_of("model.dtype").to_string());
+  }
   return o;
 }
 
@@ -114,6 +122,7 @@ void Runtime::build(const dsv4::ModelConfig* config,
                        plan_.indexer_pages)});
   model_ =
       std::make_unique<dsv4::Model>(model_config_, *weights_, *kv_format_, attention_, *pools_);
+  model_->set_bf16_activations(options_.bf16_activations);
   spdlog::info(
       "runtime: kv `{}` ({} B/entry main, {} B/entry indexer), {} + {} pages = {:.1f} MiB, "
       "~{} context tokens; attention `{}`; sampler `{}`",

@@ -35,6 +35,9 @@ struct RuntimeOptions {
   // in bf16 (model/bf16_weights.hpp) where our GEMM reads them (ops::gemm_reads_bf16_weights):
   // same outputs, half their bytes. [model] weight_storage.
   bool linear_weights_in_bf16 = true;
+  // model.dtype = "bf16": linear layers whose weight is held in bf16 take bf16-rounded inputs and
+  // multiply on vdpbf16ps (fp32 sums); everything else stays fp32. Needs AVX512_BF16.
+  bool bf16_activations = false;
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
   // working directory, then against the config file's directory.
