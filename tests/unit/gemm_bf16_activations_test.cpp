@@ -115,10 +115,18 @@ TEST_F(GemmBf16Test, RowsGetTheSameBitsInAnyBatchSplitOrGroup) {
   // In a group, strided x (every other row), next to an fp32 weight that must stay fp32.
   set_compute_threads(2);
   const dsv4::Tensor f32{{kOut, kIn}, random_values(kOut * kIn, 43), {}};
+  const dsv4::Tensor w2 = bf16_weight(kOut, kIn, 44);
   std::vector<float> strided((kRows / 2) * kOut), other(kRows * kOut), other_fp32(other.size());
-  const GemmNtArgs group[] = {weight_product(x.data(), kRows / 2, 2 * kIn, w, strided.data(), kOut),
-                              weight_product(x.data(), kRows, kIn, f32, other.data(), kOut)};
+  std::vector<float> twin(strided.size()), twin_alone(strided.size());
+  const GemmNtArgs group[] = {
+      weight_product(x.data(), kRows / 2, 2 * kIn, w, strided.data(), kOut),
+      weight_product(x.data(), kRows, kIn, f32, other.data(), kOut),
+      weight_product(x.data(), kRows / 2, 2 * kIn, w2, twin.data(), kOut)};  // shares the 1st x
   linear_group(group);
+  const GemmNtArgs alone[] = {
+      weight_product(x.data(), kRows / 2, 2 * kIn, w2, twin_alone.data(), kOut)};
+  linear_group(alone);
+  EXPECT_EQ(twin, twin_alone) << "a product sharing another's rounded x";
   for (int64_t m = 0; m < kRows / 2; ++m)
     for (int64_t n = 0; n < kOut; ++n)
       ASSERT_EQ(strided[m * kOut + n], batch[2 * m * kOut + n])

@@ -212,7 +212,20 @@ void linear_group(std::span<const GemmNtArgs> gemms) {
     if (a.rows > 0 && a.out > 0 && a.in == 0) {
       zero_output(a);
     }
-    round_x_if_bf16(a, rounded[g]);
+    // Products of one x (the projections of a layer's input) share its rounded copy.
+    size_t twin = 0;
+    for (; twin < g; ++twin) {
+      const GemmNtArgs& p = gemms[twin];
+      if (args[twin].x_bf16 != nullptr && p.x == gemms[g].x && p.rows == a.rows && p.in == a.in &&
+          p.ldx == gemms[g].ldx)
+        break;
+    }
+    if (twin < g && a.w_bf16 != nullptr && bf16_activations()) {
+      a.x_bf16 = args[twin].x_bf16;
+      a.ldx = a.in;
+    } else {
+      round_x_if_bf16(a, rounded[g]);
+    }
     if (a.x_bf16 == nullptr) {
       pack_rows(a, packed[g]);
     }
