@@ -22,6 +22,7 @@
 #include "ab/ab_summary.hpp"
 #include "ab/prompt_set.hpp"
 #include "ab/teacher_forced.hpp"
+#include "ops/gemm_nt.hpp"
 #include "ops/linear.hpp"
 #include "parity_fixture.hpp"
 
@@ -51,6 +52,26 @@ TEST(AbCompare, Bf16WeightStorageChangesNoTokenOfTheShippedModel) {
   const AbReport report = run_pair(arms, 12, 2);
   ASSERT_FALSE(report.runs.empty());
   EXPECT_TRUE(report.differences.empty()) << report.differences.size() << " runs differ";
+}
+
+// [model] dtype by config: fp32 against bf16 activations on the shipped model. The arms share one
+// copy of the weights (same storage) but really compute differently: a small, nonzero divergence,
+// the greedy token agreeing at most positions (bounds from a measured run, docs/ab.md).
+TEST(AbCompare, Bf16ActivationsByConfigGiveASmallMeasuredDivergence) {
+  if (!ops::gemm_nt_bf16_available()) GTEST_SKIP() << "no AVX512_BF16: model.dtype = bf16 refused";
+  ArmPair arms = load_arm_pair(kData / "tiny-dsv4.toml", kData / "tiny-dsv4-bf16-activations.toml",
+                               kPluginDirs);
+  EXPECT_TRUE(arms.shared_weights);
+  EXPECT_FALSE(arms.a.runtime->options().bf16_activations);
+  EXPECT_TRUE(arms.b.runtime->options().bf16_activations);
+  const AbReport report = run_pair(arms, 12, 2);
+  const TeacherForcedSummary tf = summarize_teacher_forced(report);
+  std::printf("bf16 activations: %lld positions, KL mean %g max %g, top-1 agreement %g\n",
+              static_cast<long long>(tf.positions), tf.kl.mean, tf.kl.max, tf.top1_agreement);
+  EXPECT_GT(tf.positions, 300);
+  EXPECT_GT(tf.kl.max, 0.0) << "the arms computed the same: dtype had no effect";
+  EXPECT_LT(tf.kl.mean, 1e-3);
+  EXPECT_GT(tf.top1_agreement, 0.97);
 }
 
 TEST(AbCompare, IdenticalConfigsGiveZeroDivergence) {
