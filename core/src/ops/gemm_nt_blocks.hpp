@@ -1,0 +1,99 @@
+// Internal to the AVX-512 GEMM (gemm_nt_avx512.cpp, gemm_nt_bf16.cpp): the register blocking
+// both kernels share — constants, the fixed folds that sum an accumulator block's lanes, and the
+// prefetch of the next chunk of W. Functions carry their own target attributes (the files are
+// compiled for the baseline ISA), so nothing here runs unless a caller checked the CPU.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#define TS_AVX512 __attribute__((target("avx512f,avx512dq")))
+// The bf16-activation kernel also needs vdpbf16ps (AVX512_BF16) and 16-bit masked loads (BW).
+#define TS_AVX512_BF16 __attribute__((target("avx512f,avx512dq,avx512bw,avx512bf16")))
+
+namespace tessera::ops::gemm_detail {
+
+inline constexpr int kLanes = 16;
+inline constexpr int64_t kBlock = 4;  // columns (W rows) per block
+inline constexpr int kRows = 6;       // x rows per block: 6 x 4 outputs, 24 accumulators
+
+// Per 128-bit lane: [sum pairs of a, of b, of c, of d] -> 4 lanes of [a b c d] partial sums.
+// Each input is treated the same: (e0 + e2) + (e1 + e3) within every 128-bit lane.
+TS_AVX512 inline __m512 fold4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  // shuffle 0x44 -> [ab0 ab1 cd0 cd1], 0xEE -> [ab2 ab3 cd2 cd3] in each 128-bit lane
+  return _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
+}
+
+// v0..v3 hold 4 lanes L0..L3 of 4 partial sums each; returns [v0, v1, v2, v3] each summed over
+// its lanes as (L0 + L2) + (L1 + L3).
+TS_AVX512 inline __m512 fold_lanes(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+  const __m512 w01 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x44),   // [v0.L0 v0.L1 v1.L0 v1.L1]
+                    _mm512_shuffle_f32x4(v0, v1, 0xEE));  // [v0.L2 v0.L3 v1.L2 v1.L3]
+  const __m512 w23 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(v2, v3, 0x44), _mm512_shuffle_f32x4(v2, v3, 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w01, w23, 0x88),   // [w01.L0 w01.L2 w23.L0 w23.L2]
+                       _mm512_shuffle_f32x4(w01, w23, 0xDD));  // [w01.L1 w01.L3 w23.L1 w23.L3]
+}
+
+// One block: MR (1..6) rows of x times 4 rows of w over the whole K. Rows beyond MR get zero
+// accumulators, which changes nothing in the folds of the real rows. Returns the sums as
+// lo = [row0: n0..n3, row1, row2, row3] and hi = [row4, row5, -, -].
+// 6 x 4 keeps 24 of the 32 vector registers as accumulators: per 16 k, 4 loads of W (from L2) and
+// 6 of x (from L1) feed 24 FMAs, so L2 delivers 256 bytes per 12 FMA cycles.
+struct BlockSums {
+  __m512 lo, hi;
+};
+
+// Prefetch of the next chunk of W into L2 while this one is computed, spread over the passes of
+// x: in pass `phase` of `period`, every period-th 16-float step also prefetches the 4 rows at pf
+// (ldw apart). Without it the first pass over each chunk stalls on memory (measured: a cold
+// 16-row GEMM cost hot time + W at ~17 GB/s, i.e. no overlap at all).
+struct NextChunk {
+  const char* rows = nullptr;  // nullptr: nothing to prefetch
+  int64_t ldw = 0;             // bytes
+  int64_t phase = 0, period = 1;
+  // Decode (one pass over W): into L1, since each line is used once and soon. The bf16-activation
+  // kernel, which takes a whole line of each W row per step, streamed 1 x 16384 x 512 from memory
+  // in 623-655 -> 427-493 us on one thread, 282-310 -> 186-224 on two (3 interleaved runs of
+  // tessera bench gemm); the fp32 kernels' rows moved within the noise. Otherwise into L2, where
+  // the chunk stays for the passes of x.
+  bool into_l1 = false;
+};
+
+TS_AVX512 inline void prefetch(const NextChunk& next, const char* p) {
+  if (next.into_l1) {
+    _mm_prefetch(p, _MM_HINT_T0);
+  } else {
+    _mm_prefetch(p, _MM_HINT_T1);
+  }
+}
+
+// acc[i][j] (rows i < MR, 4 columns j) folded into the block's sums; rows beyond MR give zeros.
+template <int MR>
+TS_AVX512 inline BlockSums fold_block(const __m512 (&acc)[kRows][4]) {
+  __m512 rows[kRows];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    rows[i] = fold4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  for (int i = MR; i < kRows; ++i) {
+    rows[i] = zero;
+  }
+  BlockSums out{fold_lanes(rows[0], rows[1], rows[2], rows[3]), zero};
+  if constexpr (MR > 4) {
+    out.hi = fold_lanes(rows[4], rows[5], zero, zero);
+  }
+  return out;
+}
+
+// One block of bf16 x times bf16 W (gemm_nt_bf16.cpp; requires gemm_nt_bf16_available()).
+template <int MR>
+TS_AVX512_BF16 BlockSums block_dp(const uint16_t* const* xr, const uint16_t* const* wr, int64_t K,
+                                  const NextChunk& next);
+
+}  // namespace tessera::ops::gemm_detail
