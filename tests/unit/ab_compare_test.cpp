@@ -58,7 +58,9 @@ TEST(AbCompare, Bf16WeightStorageChangesNoTokenOfTheShippedModel) {
 // copy of the weights (same storage) but really compute differently: a small, nonzero divergence,
 // the greedy token agreeing at most positions (bounds from a measured run, docs/ab.md).
 TEST(AbCompare, Bf16ActivationsByConfigGiveASmallMeasuredDivergence) {
-  if (!ops::gemm_nt_bf16_available()) GTEST_SKIP() << "no AVX512_BF16: model.dtype = bf16 refused";
+  if (!ops::gemm_nt_bf16_available()) {
+    GTEST_SKIP() << "no AVX512_BF16: model.dtype = bf16 refused";
+  }
   ArmPair arms = load_arm_pair(kData / "tiny-dsv4.toml", kData / "tiny-dsv4-bf16-activations.toml",
                                kPluginDirs);
   EXPECT_TRUE(arms.shared_weights);
@@ -101,7 +103,9 @@ TEST(AbCompare, IdenticalConfigsGiveZeroDivergence) {
   const FreeRunningSummary fr = summarize_free_running(report);
   EXPECT_EQ(fr.exact_match_rate, 1.0);
   EXPECT_EQ(fr.identical, 6);
-  for (const RunPair& r : report.runs) EXPECT_EQ(r.a.tokens, r.b.tokens);
+  for (const RunPair& r : report.runs) {
+    EXPECT_EQ(r.a.tokens, r.b.tokens);
+  }
   std::printf(
       "identical configs: %lld positions, KL max %g, top-1 agreement %g, %lld/%lld pairs "
       "identical\n",
@@ -117,8 +121,9 @@ std::vector<std::vector<float>> logits_of(Runtime& rt, const std::vector<int32_t
   dsv4::ForwardBatch prefill;
   prefill.chunks.push_back({seq.get(), std::span<const int32_t>(prompt), true});
   const auto l = rt.model().forward(prefill);
-  for (size_t i = 0; i < prompt.size(); ++i)
+  for (size_t i = 0; i < prompt.size(); ++i) {
     rows.emplace_back(l.row(static_cast<int64_t>(i)), l.row(static_cast<int64_t>(i)) + l.vocab);
+  }
   for (const int32_t& t : continuation) {
     dsv4::ForwardBatch step;
     step.chunks.push_back({seq.get(), std::span<const int32_t>(&t, 1), false});
@@ -132,16 +137,25 @@ std::vector<std::vector<float>> logits_of(Runtime& rt, const std::vector<int32_t
 double plain_kl(const std::vector<float>& a, const std::vector<float>& b) {
   auto probs = [](const std::vector<float>& x) {
     double m = -INFINITY, z = 0;
-    for (float v : x) m = std::max(m, double(v));
+    for (float v : x) {
+      m = std::max(m, double(v));
+    }
     std::vector<double> p(x.size());
-    for (size_t i = 0; i < x.size(); ++i) z += p[i] = std::exp(double(x[i]) - m);
-    for (double& v : p) v /= z;
+    for (size_t i = 0; i < x.size(); ++i) {
+      z += p[i] = std::exp(double(x[i]) - m);
+    }
+    for (double& v : p) {
+      v /= z;
+    }
     return p;
   };
   const auto p = probs(a), q = probs(b);
   double kl = 0;
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] > 0) kl += p[i] * std::log(p[i] / q[i]);
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] > 0) {
+      kl += p[i] * std::log(p[i] / q[i]);
+    }
+  }
   return kl;
 }
 
@@ -232,9 +246,11 @@ TEST(AbCompare, SamplerOnlyDifferenceKeepsTheModelIdentical) {
   EXPECT_EQ(tf.kl.max, 0.0);
   EXPECT_EQ(tf.top1_agreement, 1.0);
   // Greedy B gives one output per prompt whatever the seed; sampled A gives several.
-  for (size_t i = 0; i + 1 < report.runs.size(); ++i)
-    if (report.runs[i].prompt == report.runs[i + 1].prompt)
+  for (size_t i = 0; i + 1 < report.runs.size(); ++i) {
+    if (report.runs[i].prompt == report.runs[i + 1].prompt) {
       EXPECT_EQ(report.runs[i].b.tokens, report.runs[i + 1].b.tokens);
+    }
+  }
   const FreeRunningSummary fr = summarize_free_running(report);
   EXPECT_LT(fr.exact_match_rate, 1.0);
   EXPECT_GT(report.sequences.size(), 3u);  // distinct A outputs across seeds

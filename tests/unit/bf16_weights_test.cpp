@@ -119,7 +119,9 @@ std::vector<float> logits_of(bool bf16, int tp, bool bf16_activations = false, i
   std::vector<std::vector<int32_t>> inputs{engine_test::make_prompt(1, 40, 4096),
                                            engine_test::make_prompt(2, 9, 4096),
                                            engine_test::make_prompt(3, 130, 4096)};
-  for (uint64_t s = 0; s < inputs.size(); ++s) ex.apply({CacheOpKind::kCreate, s + 1, 0});
+  for (uint64_t s = 0; s < inputs.size(); ++s) {
+    ex.apply({CacheOpKind::kCreate, s + 1, 0});
+  }
   std::vector<float> all;
   for (int step = 0; step < steps; ++step) {
     std::vector<PlannedChunk> chunks;
@@ -143,7 +145,9 @@ void expect_bit_identical(const std::vector<float>& a, const std::vector<float>&
   ASSERT_EQ(a.size(), b.size());
   ASSERT_FALSE(a.empty());
   size_t differing = 0;
-  for (size_t i = 0; i < a.size(); ++i) differing += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    differing += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  }
   EXPECT_EQ(differing, 0u) << "of " << a.size() << " logits";
 }
 
@@ -169,7 +173,9 @@ double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
 // differ from TP 1's far less than from fp32 (measured 1.2e-4 vs 7.8e-4: the sums' order flips a
 // few roundings; with rank 1 in fp32, 1.0e-3). The greedy tokens agree on this model.
 TEST(Bf16Weights, Bf16ActivationsStayCloseToTheFp32Logits) {
-  if (!ops::gemm_nt_bf16_available()) GTEST_SKIP() << "no AVX512_BF16: model.dtype = bf16 refused";
+  if (!ops::gemm_nt_bf16_available()) {
+    GTEST_SKIP() << "no AVX512_BF16: model.dtype = bf16 refused";
+  }
   const std::vector<float> fp32 = logits_of(true, 1, false, 1);
   const std::vector<float> bf16 = logits_of(true, 1, true, 1);
   const std::vector<float> bf16_tp2 = logits_of(true, 2, true, 1);

@@ -26,7 +26,9 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
+  for (auto& x : v) {
+    x = u(rng);
+  }
   return v;
 }
 
@@ -38,8 +40,9 @@ float to_bf16(float v) {
 
 dsv4::Tensor bf16_weight(int64_t out, int64_t in, uint32_t seed) {
   dsv4::Tensor w{{out, in}, {}, {}};
-  for (const float v : random_values(static_cast<size_t>(out * in), seed))
+  for (const float v : random_values(static_cast<size_t>(out * in), seed)) {
     w.bf16.push_back(static_cast<uint16_t>(std::bit_cast<uint32_t>(to_bf16(v)) >> 16));
+  }
   return w;
 }
 
@@ -48,8 +51,9 @@ float widened(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
 class GemmBf16Test : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!gemm_nt_bf16_available())
+    if (!gemm_nt_bf16_available()) {
       GTEST_SKIP() << "this CPU has no AVX512_BF16: model.dtype = \"bf16\" is refused here";
+    }
   }
   void TearDown() override { set_compute_threads(threads_before_); }
   int threads_before_ = compute_threads();
@@ -109,8 +113,9 @@ TEST_F(GemmBf16Test, RowsGetTheSameBitsInAnyBatchSplitOrGroup) {
   EXPECT_EQ(run(x.data(), kRows, 2), batch) << "thread split changed bits";
   for (int64_t m = 0; m < kRows; m += 7) {
     const auto alone = run(x.data() + m * kIn, 1, 2);
-    for (int64_t n = 0; n < kOut; ++n)
+    for (int64_t n = 0; n < kOut; ++n) {
       ASSERT_EQ(alone[n], batch[m * kOut + n]) << "row " << m << " alone vs in a batch, col " << n;
+    }
   }
   // In a group, strided x (every other row), next to an fp32 weight that must stay fp32.
   set_compute_threads(2);
@@ -127,10 +132,12 @@ TEST_F(GemmBf16Test, RowsGetTheSameBitsInAnyBatchSplitOrGroup) {
       weight_product(x.data(), kRows / 2, 2 * kIn, w2, twin_alone.data(), kOut)};
   linear_group(alone);
   EXPECT_EQ(twin, twin_alone) << "a product sharing another's rounded x";
-  for (int64_t m = 0; m < kRows / 2; ++m)
-    for (int64_t n = 0; n < kOut; ++n)
+  for (int64_t m = 0; m < kRows / 2; ++m) {
+    for (int64_t n = 0; n < kOut; ++n) {
       ASSERT_EQ(strided[m * kOut + n], batch[2 * m * kOut + n])
           << "group row " << m << " col " << n;
+    }
+  }
   {
     const Bf16ActivationScope fp32(false);
     linear(x.data(), kRows, f32, other_fp32.data());

@@ -151,7 +151,9 @@ RowScan plain_scan(const std::vector<float>& v) {
   RowScan r{-std::numeric_limits<float>::infinity(), true};
   for (const float x : v) {
     r.all_finite = r.all_finite && std::isfinite(x);
-    if (!std::isnan(x)) r.max = std::max(r.max, x);
+    if (!std::isnan(x)) {
+      r.max = std::max(r.max, x);
+    }
   }
   return r;
 }
@@ -175,7 +177,9 @@ TEST(SamplerRowScan, BothVersionsAgreeWithPlainLoops) {
           ASSERT_EQ(got.max, expected.max) << what << " at " << at << ", n " << n;
         }
       }
-      if (!expected.all_finite) return;
+      if (!expected.all_finite) {
+        return;
+      }
       const auto first =
           static_cast<int32_t>(std::find(row.begin(), row.end(), expected.max) - row.begin());
       ASSERT_EQ(first_index_of(row, expected.max), first) << what << ", n " << n;

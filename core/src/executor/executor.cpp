@@ -27,8 +27,9 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
   check_tensor_parallel(config, tensor_parallel);
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int total = threads > 0 ? threads : hw;
-  if (tensor_parallel > 1 || threads > 0)
+  if (tensor_parallel > 1 || threads > 0) {
     ops::set_compute_threads(std::max(1, total / tensor_parallel));
+  }
 
   if (tensor_parallel == 1) {
     shards_.push_back(runtime.weights());
@@ -67,8 +68,12 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
                                             &group_->communicator(r)));
     resources_.push_back(std::move(res));
   }
-  for (auto& rank : ranks_) rank->set_bf16_activations(o.bf16_activations);
-  for (int r = 1; r < tensor_parallel; ++r) workers_.emplace_back([this, r] { worker_loop(r); });
+  for (auto& rank : ranks_) {
+    rank->set_bf16_activations(o.bf16_activations);
+  }
+  for (int r = 1; r < tensor_parallel; ++r) {
+    workers_.emplace_back([this, r] { worker_loop(r); });
+  }
   spdlog::info("executor: tensor_parallel = {} CPU ranks, {} compute thread(s) per rank, GEMM {}",
                tensor_parallel, ops::compute_threads(), ops::gemm_backend_name());
 }
@@ -84,14 +89,18 @@ Executor::~Executor() {
     } catch (const std::exception& e) {
       spdlog::error("executor: shutdown: {}", e.what());
     }
-    for (std::thread& t : workers_) t.join();
+    for (std::thread& t : workers_) {
+      t.join();
+    }
   }
   ranks_.clear();  // sequences and snapshots release their pages before the pools go
 }
 
 void Executor::apply(const CacheOp& op) {
   ranks_.front()->apply(op);
-  if (ranks_.size() > 1) queued_ops_.push_back(op);
+  if (ranks_.size() > 1) {
+    queued_ops_.push_back(op);
+  }
 }
 
 void Executor::broadcast_plan(const StepPlan& plan) {
@@ -103,7 +112,9 @@ void Executor::broadcast_plan(const StepPlan& plan) {
 }
 
 dsv4::Logits Executor::step(const std::vector<PlannedChunk>& chunks) {
-  if (ranks_.size() == 1) return ranks_.front()->forward(chunks);
+  if (ranks_.size() == 1) {
+    return ranks_.front()->forward(chunks);
+  }
   try {
     StepPlan plan;
     plan.ops = std::move(queued_ops_);
@@ -127,12 +138,20 @@ void Executor::worker_loop(int rank) {
       std::vector<uint8_t> bytes(n);
       comm.broadcast(bytes.data(), bytes.size(), 0);
       const StepPlan plan = deserialize_plan(bytes);
-      if (plan.shutdown) return;
-      for (const CacheOp& op : plan.ops) self.apply(op);
-      if (!plan.chunks.empty()) self.forward(plan.chunks);
+      if (plan.shutdown) {
+        return;
+      }
+      for (const CacheOp& op : plan.ops) {
+        self.apply(op);
+      }
+      if (!plan.chunks.empty()) {
+        self.forward(plan.chunks);
+      }
     }
   } catch (const std::exception& e) {
-    if (!group_->aborted()) spdlog::error("executor: rank {} failed: {}", rank, e.what());
+    if (!group_->aborted()) {
+      spdlog::error("executor: rank {} failed: {}", rank, e.what());
+    }
     group_->abort("rank " + std::to_string(rank) + ": " + e.what());
   }
 }

@@ -20,7 +20,9 @@ struct ForwardBatch {
   std::vector<SequenceChunk> chunks;
   int64_t total_tokens() const {
     int64_t n = 0;
-    for (const auto& c : chunks) n += static_cast<int64_t>(c.tokens.size());
+    for (const auto& c : chunks) {
+      n += static_cast<int64_t>(c.tokens.size());
+    }
     return n;
   }
 };

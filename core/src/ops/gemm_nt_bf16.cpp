@@ -32,8 +32,9 @@ TS_AVX512_BF16 BlockSums block_dp(const uint16_t* const* xr, const uint16_t* con
       a = _mm512_setzero_ps();
     }
   }
+  constexpr int64_t kStep = int64_t{2} * kLanes;  // bf16 values per 64-byte load
   int64_t k = 0;
-  for (int64_t step = 0; k + 2 * kLanes <= K; k += 2 * kLanes, ++step) {
+  for (int64_t step = 0; k + kStep <= K; k += kStep, ++step) {
     if (next.rows != nullptr && step % next.period == next.phase) {
       for (int j = 0; j < 4; ++j) {
         prefetch(next, next.rows + j * next.ldw + k * 2);

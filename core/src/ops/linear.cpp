@@ -217,8 +217,9 @@ void linear_group(std::span<const GemmNtArgs> gemms) {
     for (; twin < g; ++twin) {
       const GemmNtArgs& p = gemms[twin];
       if (args[twin].x_bf16 != nullptr && p.x == gemms[g].x && p.rows == a.rows && p.in == a.in &&
-          p.ldx == gemms[g].ldx)
+          p.ldx == gemms[g].ldx) {
         break;
+      }
     }
     if (twin < g && a.w_bf16 != nullptr && bf16_activations()) {
       a.x_bf16 = args[twin].x_bf16;

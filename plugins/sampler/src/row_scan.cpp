@@ -116,7 +116,7 @@ static __attribute__((target("avx512f"))) RowScan scan_row_avx512(const float* v
   size_t i = 0;
   for (; i + 64 <= n; i += 64) {
     for (int u = 0; u < 4; ++u) {
-      const __m512 x = _mm512_loadu_ps(v + i + 16 * u);
+      const __m512 x = _mm512_loadu_ps(v + i + size_t{16} * u);
       max[u] = _mm512_max_ps(max[u], x);
       bits[u] = _mm512_max_epu32(bits[u], _mm512_and_si512(_mm512_castps_si512(x), magnitude));
     }
@@ -144,10 +144,14 @@ static __attribute__((target("avx512f"))) int32_t first_index_of_avx512(const fl
     const __mmask16 e2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + i + 32), target, _CMP_EQ_OQ);
     const __mmask16 e3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + i + 48), target, _CMP_EQ_OQ);
     const uint64_t hits = e0 | (uint64_t{e1} << 16) | (uint64_t{e2} << 32) | (uint64_t{e3} << 48);
-    if (hits != 0) return static_cast<int32_t>(i + std::countr_zero(hits));
+    if (hits != 0) {
+      return static_cast<int32_t>(i + std::countr_zero(hits));
+    }
   }
   for (; i < n; ++i) {
-    if (v[i] == value) return static_cast<int32_t>(i);
+    if (v[i] == value) {
+      return static_cast<int32_t>(i);
+    }
   }
   return -1;
 }
