@@ -38,8 +38,10 @@ TS_AVX512 inline BlockSums block(const float* const* xr, const W* const* wr, int
     }
   }
   int64_t k = 0;
+  int64_t hit = next.phase;  // the next step that prefetches (every period-th; no division)
   for (int64_t step = 0; k + kLanes <= K; k += kLanes, ++step) {
-    if (next.rows != nullptr && step % next.period == next.phase) {
+    if (next.rows != nullptr && step == hit) {
+      hit += next.period;
       for (int j = 0; j < 4; ++j) {
         prefetch(next, next.rows + j * next.ldw + k * static_cast<int64_t>(sizeof(W)));
       }

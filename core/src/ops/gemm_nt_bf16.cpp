@@ -34,8 +34,10 @@ TS_AVX512_BF16 BlockSums block_dp(const uint16_t* const* xr, const uint16_t* con
   }
   constexpr int64_t kStep = int64_t{2} * kLanes;  // bf16 values per 64-byte load
   int64_t k = 0;
+  int64_t hit = next.phase;  // the next step that prefetches (every period-th; no division)
   for (int64_t step = 0; k + kStep <= K; k += kStep, ++step) {
-    if (next.rows != nullptr && step % next.period == next.phase) {
+    if (next.rows != nullptr && step == hit) {
+      hit += next.period;
       for (int j = 0; j < 4; ++j) {
         prefetch(next, next.rows + j * next.ldw + k * 2);
       }
