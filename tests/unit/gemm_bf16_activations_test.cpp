@@ -15,22 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include "gemm_harness.hpp"
 #include "ops/compute_threads.hpp"
 #include "ops/gemm_nt.hpp"
 #include "ops/linear.hpp"
 
 namespace tessera::ops {
 namespace {
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    x = u(rng);
-  }
-  return v;
-}
 
 // Round to nearest even, as a reference (finite values).
 float to_bf16(float v) {

@@ -14,21 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "gemm_harness.hpp"
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 
 namespace tessera::ops {
 namespace {
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    x = u(rng);
-  }
-  return v;
-}
 
 // Restores process-wide settings a test changes.
 class GemmTest : public ::testing::Test {

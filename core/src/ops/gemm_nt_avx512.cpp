@@ -2,6 +2,7 @@
 // file is compiled for the baseline ISA), so nothing AVX-512 can leak into shared inline code
 // and the binary still runs on CPUs without it; callers check gemm_nt_avx512_available() first.
 #include <algorithm>
+#include <type_traits>
 
 #include "ops/gemm_nt.hpp"
 #include "ops/gemm_nt_blocks.hpp"
@@ -38,14 +39,9 @@ TS_AVX512 inline BlockSums block(const float* const* xr, const W* const* wr, int
     }
   }
   int64_t k = 0;
-  int64_t hit = next.phase;  // the next step that prefetches (every period-th; no division)
+  int64_t hit = next.phase;
   for (int64_t step = 0; k + kLanes <= K; k += kLanes, ++step) {
-    if (next.rows != nullptr && step == hit) {
-      hit += next.period;
-      for (int j = 0; j < 4; ++j) {
-        prefetch(next, next.rows + j * next.ldw + k * static_cast<int64_t>(sizeof(W)));
-      }
-    }
+    prefetch_step(next, step, hit, k * static_cast<int64_t>(sizeof(W)));
     const __m512 w0 = load_w(wr[0] + k), w1 = load_w(wr[1] + k);
     const __m512 w2 = load_w(wr[2] + k), w3 = load_w(wr[3] + k);
 #pragma GCC unroll 6
@@ -121,41 +117,33 @@ int64_t rows_per_chunk(int64_t K) {
   return std::clamp<int64_t>(rows / kRows * kRows, kRows, 252);
 }
 
-template <typename W>
-TS_AVX512 inline BlockSums block_rows(int mr, const uint16_t* const* xr, const W* const* wr,
-                                      int64_t K, const NextChunk& next) {
-  switch (mr) {
-    case 6:
-      return block_dp<6>(xr, wr, K, next);
-    case 5:
-      return block_dp<5>(xr, wr, K, next);
-    case 4:
-      return block_dp<4>(xr, wr, K, next);
-    case 3:
-      return block_dp<3>(xr, wr, K, next);
-    case 2:
-      return block_dp<2>(xr, wr, K, next);
-    default:
-      return block_dp<1>(xr, wr, K, next);
+// fp32 x: this file's kernel; bf16 x (and W): gemm_nt_bf16.cpp's.
+template <int MR, typename X, typename W>
+TS_AVX512 inline BlockSums block_of(const X* const* xr, const W* const* wr, int64_t K,
+                                    const NextChunk& next) {
+  if constexpr (std::is_same_v<X, uint16_t>) {
+    return block_dp<MR>(xr, wr, K, next);
+  } else {
+    return block<MR>(xr, wr, K, next);
   }
 }
 
-template <typename W>
-TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const W* const* wr, int64_t K,
+template <typename X, typename W>
+TS_AVX512 inline BlockSums block_rows(int mr, const X* const* xr, const W* const* wr, int64_t K,
                                       const NextChunk& next) {
   switch (mr) {
     case 6:
-      return block<6>(xr, wr, K, next);
+      return block_of<6>(xr, wr, K, next);
     case 5:
-      return block<5>(xr, wr, K, next);
+      return block_of<5>(xr, wr, K, next);
     case 4:
-      return block<4>(xr, wr, K, next);
+      return block_of<4>(xr, wr, K, next);
     case 3:
-      return block<3>(xr, wr, K, next);
+      return block_of<3>(xr, wr, K, next);
     case 2:
-      return block<2>(xr, wr, K, next);
+      return block_of<2>(xr, wr, K, next);
     default:
-      return block<1>(xr, wr, K, next);
+      return block_of<1>(xr, wr, K, next);
   }
 }
 

@@ -34,14 +34,9 @@ TS_AVX512_BF16 BlockSums block_dp(const uint16_t* const* xr, const uint16_t* con
   }
   constexpr int64_t kStep = int64_t{2} * kLanes;  // bf16 values per 64-byte load
   int64_t k = 0;
-  int64_t hit = next.phase;  // the next step that prefetches (every period-th; no division)
+  int64_t hit = next.phase;
   for (int64_t step = 0; k + kStep <= K; k += kStep, ++step) {
-    if (next.rows != nullptr && step == hit) {
-      hit += next.period;
-      for (int j = 0; j < 4; ++j) {
-        prefetch(next, next.rows + j * next.ldw + k * 2);
-      }
-    }
+    prefetch_step(next, step, hit, k * 2);
     const __m512bh w0 = load_bf16(wr[0] + k), w1 = load_bf16(wr[1] + k);
     const __m512bh w2 = load_bf16(wr[2] + k), w3 = load_bf16(wr[3] + k);
 #pragma GCC unroll 6
