@@ -2,7 +2,6 @@
 // file is compiled for the baseline ISA), so nothing AVX-512 can leak into shared inline code
 // and the binary still runs on CPUs without it; callers check gemm_nt_avx512_available() first.
 #include <algorithm>
-#include <type_traits>
 
 #include "ops/gemm_nt.hpp"
 #include "ops/gemm_nt_blocks.hpp"
@@ -71,79 +70,22 @@ TS_AVX512 inline BlockSums block(const float* const* xr, const W* const* wr, int
   return fold_block<MR>(acc);
 }
 
-TS_AVX512 inline void store4(__m512 sums, float* y, int64_t ldy, int rows, int nr) {
-  if (nr == 4) {
-    for (int i = 0; i < rows; ++i) {
-      const __m128 v = i == 0   ? _mm512_castps512_ps128(sums)
-                       : i == 1 ? _mm512_extractf32x4_ps(sums, 1)
-                       : i == 2 ? _mm512_extractf32x4_ps(sums, 2)
-                                : _mm512_extractf32x4_ps(sums, 3);
-      _mm_storeu_ps(y + i * ldy, v);
-    }
-    return;
-  }
-  alignas(64) float tmp[kLanes];
-  _mm512_store_ps(tmp, sums);
-  for (int i = 0; i < rows; ++i) {
-    for (int j = 0; j < nr; ++j) {
-      y[i * ldy + j] = tmp[i * 4 + j];
-    }
-  }
-}
-
-TS_AVX512 void store_block(const BlockSums& sums, float* y, int64_t ldy, int64_t m0, int mr,
-                           int64_t n0, int nr) {
-  float* dst = y + m0 * ldy + n0;
-  store4(sums.lo, dst, ldy, std::min(mr, 4), nr);
-  if (mr > 4) {
-    store4(sums.hi, dst + 4 * ldy, ldy, mr - 4, nr);
-  }
-}
-
-// Loop tiling (per thread): a chunk of W (cols_per_chunk rows of W) stays in L1/L2 while every
-// 6-row slice of x meets all of it; x itself is taken rows_per_chunk rows at a time (~256 KiB,
-// L2). Results are written a row segment at a time, never 4 KiB-strided columns. With many rows
-// a chunk is ~128 KiB (L2, reused by many passes); with few it is ~32 KiB, so the next chunk's
-// prefetch (NextChunk) starts early and the first, unprefetched one costs little.
-int64_t cols_per_chunk_for(int64_t rows, int64_t K) {
-  const int64_t budget = int64_t{1024} * (rows > 32 ? 128 : 32);
-  const int64_t cols = budget / (K * static_cast<int64_t>(sizeof(float)));
-  return std::clamp<int64_t>(cols / kBlock * kBlock, kBlock, 1024);
-}
-
-int64_t rows_per_chunk(int64_t K) {
-  constexpr int64_t kL2BudgetX = int64_t{256} * 1024;
-  const int64_t rows = kL2BudgetX / (K * static_cast<int64_t>(sizeof(float)));
-  return std::clamp<int64_t>(rows / kRows * kRows, kRows, 252);
-}
-
-// fp32 x: this file's kernel; bf16 x (and W): gemm_nt_bf16.cpp's.
-template <int MR, typename X, typename W>
-TS_AVX512 inline BlockSums block_of(const X* const* xr, const W* const* wr, int64_t K,
-                                    const NextChunk& next) {
-  if constexpr (std::is_same_v<X, uint16_t>) {
-    return block_dp<MR>(xr, wr, K, next);
-  } else {
-    return block<MR>(xr, wr, K, next);
-  }
-}
-
-template <typename X, typename W>
-TS_AVX512 inline BlockSums block_rows(int mr, const X* const* xr, const W* const* wr, int64_t K,
+template <typename W>
+TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const W* const* wr, int64_t K,
                                       const NextChunk& next) {
   switch (mr) {
     case 6:
-      return block_of<6>(xr, wr, K, next);
+      return block<6>(xr, wr, K, next);
     case 5:
-      return block_of<5>(xr, wr, K, next);
+      return block<5>(xr, wr, K, next);
     case 4:
-      return block_of<4>(xr, wr, K, next);
+      return block<4>(xr, wr, K, next);
     case 3:
-      return block_of<3>(xr, wr, K, next);
+      return block<3>(xr, wr, K, next);
     case 2:
-      return block_of<2>(xr, wr, K, next);
+      return block<2>(xr, wr, K, next);
     default:
-      return block_of<1>(xr, wr, K, next);
+      return block<1>(xr, wr, K, next);
   }
 }
 
@@ -158,19 +100,12 @@ bool gemm_nt_avx512_available() {
   return ok;
 }
 
-// With a single pass over W (at most 6 rows: decode), W rows this far ahead are prefetched as the
-// kernel goes: 1 x 16384 x 512 from memory on one thread 22.6-23.3 -> 26.5-30.4 GB/s (16-64 rows
-// ahead all alike; tessera bench gemm).
-constexpr int64_t kSinglePassAhead = 16;
-
 namespace {
 
-// X: float, or uint16_t for bf16 activations (then W is bf16 too, and ldx counts bf16s).
-template <typename X, typename W>
-TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const X* x, const W* w, int64_t n_begin,
-                             int64_t n_end) {
+// fp32 x (bf16 x: gemm_nt_range_bf16 in gemm_nt_bf16.cpp, the same loops).
+template <typename W>
+TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const W* w, int64_t n_begin, int64_t n_end) {
   const int64_t K = std::max<int64_t>(a.in, 1);
-  const auto w_bytes = static_cast<int64_t>(sizeof(W));
   const int64_t n_chunk = cols_per_chunk_for(a.rows, K), m_chunk = rows_per_chunk(K);
   for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
     const int64_t nc_end = std::min(n_end, nc + n_chunk);
@@ -180,9 +115,9 @@ TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const X* x, const W* w, int64_
       const bool last_x_chunk = mc_end == a.rows;  // the next chunk of W is needed right after
       for (int64_t m0 = mc; m0 < mc_end; m0 += kRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kRows, mc_end - m0));
-        const X* xr[kRows];
+        const float* xr[kRows];
         for (int i = 0; i < kRows; ++i) {
-          xr[i] = x + (m0 + std::min(i, mr - 1)) * a.ldx;
+          xr[i] = a.x + (m0 + std::min(i, mr - 1)) * a.ldx;
         }
         for (int64_t n0 = nc; n0 < nc_end; n0 += kBlock) {
           const int nr = static_cast<int>(std::min(kBlock, nc_end - n0));
@@ -190,19 +125,8 @@ TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const X* x, const W* w, int64_
           for (int j = 0; j < 4; ++j) {
             wr[j] = w + (n0 + std::min(j, nr - 1)) * a.ldw;
           }
-          NextChunk next;
-          if (passes == 1 && n0 + kSinglePassAhead < n_end) {  // decode rows: stream ahead
-            next.rows = reinterpret_cast<const char*>(
-                w + std::min(n0 + kSinglePassAhead, n_end - 4) * a.ldw);
-            next.ldw = a.ldw * w_bytes;
-            next.into_l1 = true;
-          } else if (passes > 1 && last_x_chunk && n0 + n_chunk < n_end) {
-            next.rows =
-                reinterpret_cast<const char*>(w + std::min(n0 + n_chunk, n_end - 4) * a.ldw);
-            next.ldw = a.ldw * w_bytes;
-            next.phase = (m0 - mc) / kRows;
-            next.period = passes;
-          }
+          const NextChunk next =
+              next_chunk_for(a, w, n0, n_end, n_chunk, (m0 - mc) / kRows, passes, last_x_chunk);
           const BlockSums sums = block_rows(mr, xr, wr, a.in, next);
           store_block(sums, a.y, a.ldy, m0, mr, n0, nr);
         }
@@ -215,11 +139,11 @@ TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const X* x, const W* w, int64_
 
 TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
   if (a.x_bf16 != nullptr) {
-    gemm_nt_range(a, a.x_bf16, a.w_bf16, n_begin, n_end);
+    gemm_nt_range_bf16(a, n_begin, n_end);
   } else if (a.w_bf16 != nullptr) {
-    gemm_nt_range(a, a.x, a.w_bf16, n_begin, n_end);
+    gemm_nt_range(a, a.w_bf16, n_begin, n_end);
   } else {
-    gemm_nt_range(a, a.x, a.w, n_begin, n_end);
+    gemm_nt_range(a, a.w, n_begin, n_end);
   }
 }
 
