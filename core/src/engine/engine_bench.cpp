@@ -14,7 +14,6 @@
 #include "engine/engine.hpp"
 #include "model/bf16_weights.hpp"
 #include "model/random_weights.hpp"
-#include "ops/gemm_nt.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "util/check.hpp"
@@ -175,8 +174,6 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
   ro.memory_gib = o.memory_gib;
   ro.max_context = std::max<int64_t>(4096, o.prompt_tokens + o.output_tokens + 1);
   ro.bf16_activations = o.dtype == "bf16";
-  TS_CHECK(!ro.bf16_activations || ops::gemm_nt_bf16_available(),
-           "--dtype bf16 needs a CPU with AVX512_BF16");
   std::unique_ptr<Runtime> rt;
   TS_CHECK(o.weights.empty() || o.weights == "fp32" || o.weights == "bf16",
            "--weights must be fp32 or bf16, got \"{}\"", o.weights);

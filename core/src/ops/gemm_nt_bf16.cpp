@@ -10,11 +10,34 @@ namespace tessera::ops {
 namespace gemm_detail {
 namespace {
 
-TS_AVX512_BF16 inline __m512bh load_bf16(const uint16_t* p) {
-  return (__m512bh)_mm512_loadu_si512(p);
-}
-TS_AVX512_BF16 inline __m512bh load_bf16_tail(__mmask32 mask, const uint16_t* p) {
-  return (__m512bh)_mm512_maskz_loadu_epi16(mask, p);
+// 32 bf16 values: a whole step, or the step past the last whole one (zeros beyond K, memory there
+// never touched).
+struct WholeStep {
+  TS_AVX512_BF16 static __m512bh load(const uint16_t* p, __mmask32 /*mask*/) {
+    return (__m512bh)_mm512_loadu_si512(p);
+  }
+};
+struct TailStep {
+  TS_AVX512_BF16 static __m512bh load(const uint16_t* p, __mmask32 mask) {
+    return (__m512bh)_mm512_maskz_loadu_epi16(mask, p);
+  }
+};
+
+// acc[i][j] += x_i . w_j over the 32 k from k on, for the MR rows of the block; x loaded a row at
+// a time (24 accumulators + 4 W leave room for one).
+template <int MR, typename Step>
+TS_AVX512_BF16 inline void dp_step(__m512 (&acc)[kRows][4], const uint16_t* const* xr,
+                                   const uint16_t* const* wr, int64_t k, __mmask32 mask) {
+  const __m512bh w0 = Step::load(wr[0] + k, mask), w1 = Step::load(wr[1] + k, mask);
+  const __m512bh w2 = Step::load(wr[2] + k, mask), w3 = Step::load(wr[3] + k, mask);
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    const __m512bh xv = Step::load(xr[i] + k, mask);
+    acc[i][0] = _mm512_dpbf16_ps(acc[i][0], xv, w0);
+    acc[i][1] = _mm512_dpbf16_ps(acc[i][1], xv, w1);
+    acc[i][2] = _mm512_dpbf16_ps(acc[i][2], xv, w2);
+    acc[i][3] = _mm512_dpbf16_ps(acc[i][3], xv, w3);
+  }
 }
 
 }  // namespace
@@ -37,29 +60,10 @@ TS_AVX512_BF16 inline BlockSums block_dp(const uint16_t* const* xr, const uint16
   int64_t hit = next.phase;
   for (int64_t step = 0; k + kStep <= K; k += kStep, ++step) {
     prefetch_step(next, step, hit, k * 2);
-    const __m512bh w0 = load_bf16(wr[0] + k), w1 = load_bf16(wr[1] + k);
-    const __m512bh w2 = load_bf16(wr[2] + k), w3 = load_bf16(wr[3] + k);
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh xv = load_bf16(xr[i] + k);
-      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], xv, w0);
-      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], xv, w1);
-      acc[i][2] = _mm512_dpbf16_ps(acc[i][2], xv, w2);
-      acc[i][3] = _mm512_dpbf16_ps(acc[i][3], xv, w3);
-    }
+    dp_step<MR, WholeStep>(acc, xr, wr, k, 0);
   }
-  if (k < K) {  // the tail: masked loads read zeros past K (and never touch memory there)
-    const auto mask = static_cast<__mmask32>((1u << (K - k)) - 1u);
-    const __m512bh w0 = load_bf16_tail(mask, wr[0] + k), w1 = load_bf16_tail(mask, wr[1] + k);
-    const __m512bh w2 = load_bf16_tail(mask, wr[2] + k), w3 = load_bf16_tail(mask, wr[3] + k);
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh xv = load_bf16_tail(mask, xr[i] + k);
-      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], xv, w0);
-      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], xv, w1);
-      acc[i][2] = _mm512_dpbf16_ps(acc[i][2], xv, w2);
-      acc[i][3] = _mm512_dpbf16_ps(acc[i][3], xv, w3);
-    }
+  if (k < K) {
+    dp_step<MR, TailStep>(acc, xr, wr, k, static_cast<__mmask32>((1u << (K - k)) - 1u));
   }
   return fold_block<MR>(acc);
 }

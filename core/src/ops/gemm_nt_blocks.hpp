@@ -42,11 +42,8 @@ TS_AVX512 inline __m512 fold_lanes(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
                        _mm512_shuffle_f32x4(w01, w23, 0xDD));  // [w01.L1 w01.L3 w23.L1 w23.L3]
 }
 
-// One block: MR (1..6) rows of x times 4 rows of w over the whole K. Rows beyond MR get zero
-// accumulators, which changes nothing in the folds of the real rows. Returns the sums as
-// lo = [row0: n0..n3, row1, row2, row3] and hi = [row4, row5, -, -].
-// 6 x 4 keeps 24 of the 32 vector registers as accumulators: per 16 k, 4 loads of W (from L2) and
-// 6 of x (from L1) feed 24 FMAs, so L2 delivers 256 bytes per 12 FMA cycles.
+// A block's sums: MR (1..6) rows of x times 4 rows of w, as lo = [row0: n0..n3, row1, row2,
+// row3] and hi = [row4, row5, -, -].
 struct BlockSums {
   __m512 lo, hi;
 };

@@ -55,12 +55,14 @@ void pack_rows(GemmNtArgs& a, std::vector<float>& store) {
   a.ldx = a.in;
 }
 
-// bf16 activations (Bf16ActivationScope) for a weight held in bf16: x rounded into `store`.
-void round_x_if_bf16(GemmNtArgs& a, std::vector<uint16_t>& store) {
-  if (a.w_bf16 == nullptr || !bf16_activations() || a.rows == 0 || a.in == 0 ||
-      !gemm_nt_bf16_available()) {
-    return;
-  }
+// bf16 activations (Bf16ActivationScope) apply to this product: its weight is held in bf16.
+bool takes_bf16_x(const GemmNtArgs& a) {
+  return a.w_bf16 != nullptr && a.rows > 0 && a.in > 0 && bf16_activations() &&
+         gemm_nt_bf16_available();
+}
+
+// x rounded to bf16 into `store` (dense rows), for a product that takes_bf16_x.
+void round_x_to_bf16(GemmNtArgs& a, std::vector<uint16_t>& store) {
   store.resize(static_cast<size_t>(a.rows * a.in));
   // A batch's x is rounded on all compute threads (one thread left it ~2% of a 64-row step of 50m
   // as serial time); blocks of rows of at least kMinValuesPerRoundItem values.
@@ -74,6 +76,18 @@ void round_x_if_bf16(GemmNtArgs& a, std::vector<uint16_t>& store) {
   });
   a.x_bf16 = store.data();
   a.ldx = a.in;
+}
+
+// The first product before g that reads the same x and already has it rounded; g if none.
+size_t rounded_twin(std::span<const GemmNtArgs> gemms, std::span<const GemmNtArgs> args, size_t g) {
+  for (size_t p = 0; p < g; ++p) {
+    const GemmNtArgs& q = gemms[p];
+    if (args[p].x_bf16 != nullptr && q.x == gemms[g].x && q.rows == gemms[g].rows &&
+        q.in == gemms[g].in && q.ldx == gemms[g].ldx) {
+      return p;
+    }
+  }
+  return g;
 }
 
 void zero_output(const GemmNtArgs& a) {
@@ -118,8 +132,9 @@ void linear_avx512(GemmNtArgs a) {
   // first (rows * in floats, against rows * in * out multiply-adds).
   thread_local std::vector<float> packed_x;
   thread_local std::vector<uint16_t> rounded_x;
-  round_x_if_bf16(a, rounded_x);
-  if (a.x_bf16 == nullptr) {
+  if (takes_bf16_x(a)) {
+    round_x_to_bf16(a, rounded_x);
+  } else {
     pack_rows(a, packed_x);
   }
   // Shared out in items of whole W chunks, two or more chunks per item where there are enough,
@@ -221,25 +236,15 @@ void linear_group(std::span<const GemmNtArgs> gemms) {
     if (a.rows > 0 && a.out > 0 && a.in == 0) {
       zero_output(a);
     }
-    // Products of one x (the projections of a layer's input) share its rounded copy.
-    size_t twin = 0;
-    for (; twin < g; ++twin) {
-      const GemmNtArgs& p = gemms[twin];
-      if (args[twin].x_bf16 != nullptr && p.x == gemms[g].x && p.rows == a.rows && p.in == a.in &&
-          p.ldx == gemms[g].ldx) {
-        break;
-      }
-    }
-    if (twin < g && a.w_bf16 != nullptr && bf16_activations()) {
-      a.x_bf16 = args[twin].x_bf16;
+    total += a.rows * a.out * a.in;
+    if (!takes_bf16_x(a)) {
+      pack_rows(a, packed[g]);
+    } else if (const size_t twin = rounded_twin(gemms, args, g); twin < g) {
+      a.x_bf16 = args[twin].x_bf16;  // the projections of one x share its rounded copy
       a.ldx = a.in;
     } else {
-      round_x_if_bf16(a, rounded[g]);
+      round_x_to_bf16(a, rounded[g]);
     }
-    if (a.x_bf16 == nullptr) {
-      pack_rows(a, packed[g]);
-    }
-    total += a.rows * a.out * a.in;
   }
   // Items: column ranges (multiples of 4) of one product, about total / (threads * 4)
   // multiply-adds each (at least kMinMaddsPerItem).

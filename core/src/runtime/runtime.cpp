@@ -76,6 +76,11 @@ Runtime::Runtime(const RuntimeOptions& options, const dsv4::ModelConfig& config,
 
 void Runtime::build(const dsv4::ModelConfig* config,
                     std::shared_ptr<const dsv4::ModelWeights> weights) {
+  // from_config refuses this with the key's location; options built in code (benches, tests)
+  // meet the same check here.
+  TS_CHECK(!options_.bf16_activations || ops::gemm_nt_bf16_available(),
+           "bf16 activations (model.dtype = \"bf16\") need a CPU with AVX512_BF16; this one has "
+           "none");
   std::vector<std::filesystem::path> dirs = options_.plugin_dirs;
   for (auto& d : PluginRegistry::default_search_path()) dirs.push_back(d);
   registry_.discover(dirs);

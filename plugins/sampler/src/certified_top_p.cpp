@@ -65,8 +65,8 @@ static __attribute__((target("avx512f"))) HeavyPass heavy_weights_avx512(const f
 }
 
 HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512 ? heavy_weights_avx512(w, n, t, out) : heavy_weights_portable(w, n, t, out);
+  return cpu_has_avx512f() ? heavy_weights_avx512(w, n, t, out)
+                           : heavy_weights_portable(w, n, t, out);
 }
 #else
 HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out) {

@@ -157,14 +157,13 @@ static __attribute__((target("avx512f"))) int32_t first_index_of_avx512(const fl
 }
 
 RowScan scan_row(std::span<const float> logits) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512 ? scan_row_avx512(logits.data(), logits.size()) : scan_row_portable(logits);
+  return cpu_has_avx512f() ? scan_row_avx512(logits.data(), logits.size())
+                           : scan_row_portable(logits);
 }
 
 int32_t first_index_of(std::span<const float> values, float value) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512 ? first_index_of_avx512(values.data(), values.size(), value)
-                : first_index_of_portable(values, value);
+  return cpu_has_avx512f() ? first_index_of_avx512(values.data(), values.size(), value)
+                           : first_index_of_portable(values, value);
 }
 #else
 RowScan scan_row(std::span<const float> logits) { return scan_row_portable(logits); }

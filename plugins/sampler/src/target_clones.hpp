@@ -11,3 +11,14 @@
 #else
 #define TS_SAMPLER_CLONES
 #endif
+
+// Whether the running CPU has AVX-512 F: the hand-written AVX-512 kernels (row scan, top-p heavy
+// pass) run only then; otherwise their portable versions. Asked once.
+inline bool cpu_has_avx512f() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+#else
+  return false;
+#endif
+}
