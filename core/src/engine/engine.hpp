@@ -47,10 +47,10 @@ struct EngineStats {
   int64_t repetition_hits = 0;  // tokens at which a repetition guard saw a loop
   int64_t batched_tokens = 0;   // tokens run through the model
   double forward_seconds = 0;   // all ranks' forward, as seen by rank 0
-  double host_seconds = 0;      // the rest of each step: scheduling, sampling, stops, events
-  double schedule_seconds = 0;  // parts of host_seconds: planning the step (and cache ops)
+  double host_seconds = 0;      // the loop's other time while it has work (never its waits)
+  double schedule_seconds = 0;  // parts of host_seconds: admissions, aborts, the step's plan
   double sample_seconds = 0;    // the sampler plugin
-  double output_seconds = 0;    // detokenization, stops, events
+  double output_seconds = 0;    // detokenization, stops, events, publishing stats and events
   bool failed = false;          // a tensor-parallel rank failed: no new requests
 };
 

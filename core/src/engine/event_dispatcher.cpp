@@ -16,17 +16,23 @@ EventDispatcher::~EventDispatcher() {
 }
 
 void EventDispatcher::post(std::vector<Delivery> deliveries) {
-  if (deliveries.empty()) return;
-  {
-    std::lock_guard lock(mutex_);
-    if (queue_.empty()) {
-      queue_ = std::move(deliveries);
-    } else {
-      for (Delivery& d : deliveries) queue_.push_back(std::move(d));
-    }
+  if (queue(std::move(deliveries))) {
+    wake();
   }
-  ready_.notify_one();
 }
+
+bool EventDispatcher::queue(std::vector<Delivery> deliveries) {
+  if (deliveries.empty()) return false;
+  std::lock_guard lock(mutex_);
+  if (queue_.empty()) {
+    queue_ = std::move(deliveries);
+  } else {
+    for (Delivery& d : deliveries) queue_.push_back(std::move(d));
+  }
+  return true;
+}
+
+void EventDispatcher::wake() { ready_.notify_one(); }
 
 void EventDispatcher::run() {
   std::vector<Delivery> batch;

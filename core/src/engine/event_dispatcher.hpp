@@ -27,6 +27,11 @@ class EventDispatcher {
 
   void post(std::vector<Delivery> deliveries);  // any thread
 
+  // post() in two halves: queue without waking the dispatcher thread (true when a wake() must
+  // follow), and the wake-up, which any thread may do (the engine hands it to a compute helper).
+  [[nodiscard]] bool queue(std::vector<Delivery> deliveries);
+  void wake();
+
  private:
   void run();
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -43,7 +44,9 @@ constexpr auto kSpinFor = std::chrono::milliseconds(1);
 // `claimed_` from s - 1 to s (one compare-exchange) runs job s; `claimed_` only grows, so a
 // helper that read an old job number can never claim a newer job by mistake, nor an older one
 // twice. A job's context lives on the owner's stack: the helper reads it only after claiming,
-// and the owner never returns while a claimed job runs.
+// and the owner never returns while a claimed job runs. Between jobs the helper also runs the
+// owner's tasks (add_task). `signal_` changes with every job and task: it is what a sleeping
+// helper waits on.
 class Helper {
  public:
   Helper() : thread_([this] { loop(); }) {}
@@ -52,7 +55,7 @@ class Helper {
   ~Helper() {
     stop_.store(true, std::memory_order_release);
     posted_.fetch_add(1, std::memory_order_release);
-    posted_.notify_one();
+    wake();
     thread_.join();
   }
 
@@ -61,7 +64,7 @@ class Helper {
     part_ = part;
     // release: a helper that reads this job number sees fn_ and part_
     posted_.store(posted_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-    posted_.notify_one();
+    wake();
   }
 
   // After the owner's own share: returns at once when the helper had not started the job (it
@@ -77,18 +80,53 @@ class Helper {
     }
   }
 
+  void add_task(HelperTask task) {
+    {
+      const std::lock_guard lock(tasks_mutex_);
+      tasks_.push_back(task);
+    }
+    has_tasks_.store(true, std::memory_order_release);
+    wake();
+  }
+
  private:
+  // A system call only when the helper sleeps (libstdc++ counts the waiters).
+  void wake() {
+    signal_.fetch_add(1, std::memory_order_release);
+    signal_.notify_one();
+  }
+
+  void run_tasks() {
+    std::vector<HelperTask> tasks;
+    {
+      const std::lock_guard lock(tasks_mutex_);
+      has_tasks_.store(false, std::memory_order_relaxed);
+      tasks.swap(tasks_);
+    }
+    for (const HelperTask& t : tasks) {
+      t.run(t.ctx);
+    }
+  }
+
   void loop() {
     uint32_t seen = 0;
     for (;;) {
       const auto start = std::chrono::steady_clock::now();
-      for (unsigned spins = 1; posted_.load(std::memory_order_acquire) == seen; ++spins) {
+      for (unsigned spins = 1;; ++spins) {
+        const uint32_t signal = signal_.load(std::memory_order_acquire);
+        if (has_tasks_.load(std::memory_order_acquire)) {
+          run_tasks();
+        }
+        if (posted_.load(std::memory_order_acquire) != seen) {
+          break;
+        }
         cpu_relax();
         if (spins % 256 == 0 && std::chrono::steady_clock::now() - start > kSpinFor) {
-          posted_.wait(seen, std::memory_order_acquire);
+          signal_.wait(signal, std::memory_order_acquire);  // until a job or a task
         }
       }
       if (stop_.load(std::memory_order_acquire)) {
+        run_tasks();  // the owner is exiting: what it handed over still runs
         return;
       }
       const uint32_t job = posted_.load(std::memory_order_acquire);
@@ -105,7 +143,11 @@ class Helper {
   std::atomic<uint32_t> posted_{0};   // the newest job number (written by the owner)
   std::atomic<uint32_t> claimed_{0};  // the newest job number someone runs
   std::atomic<uint32_t> done_{0};     // the newest job the helper finished
+  std::atomic<uint32_t> signal_{0};   // bumped by every job and task
   std::atomic<bool> stop_{false};
+  std::atomic<bool> has_tasks_{false};
+  std::mutex tasks_mutex_;
+  std::vector<HelperTask> tasks_;  // guarded by tasks_mutex_
   PartFn fn_{};
   int part_ = 0;
   std::thread thread_;  // last: it starts once the fields above exist
@@ -183,6 +225,15 @@ void parallel_for(int64_t items, int threads, ItemFn body) {
   for (int h = 0; h < helpers_needed; ++h) {
     helpers[static_cast<size_t>(h)]->finish();
   }
+}
+
+void run_on_helper(HelperTask task) {
+  auto& helpers = my_helpers();
+  if (t_in_items || helpers.empty()) {
+    task.run(task.ctx);
+    return;
+  }
+  helpers.front()->add_task(task);
 }
 
 }  // namespace tessera::ops

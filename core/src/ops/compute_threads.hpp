@@ -9,6 +9,7 @@
 // - A helper spins briefly after each part (the next GEMM of a forward usually follows within
 //   microseconds), then sleeps on a futex; an idle engine costs no CPU.
 // - Items must not throw (the GEMM kernels do not).
+// - Tasks (run_on_helper) run on the owner's first helper between its jobs, in the order given.
 // - Nesting: inside an item, compute_threads() is 1 and parallel_for runs its items on the calling
 //   thread, so a loop shared over experts runs each expert's GEMMs on one thread.
 #pragma once
@@ -56,5 +57,20 @@ void parallel_for(int64_t items, int threads, const F& f) {
   parallel_for(items, threads,
                ItemFn{[](const void* ctx, int64_t i) { (*static_cast<const F*>(ctx))(i); }, &f});
 }
+
+// A non-owning call: run(ctx).
+struct HelperTask {
+  void (*run)(void* ctx);
+  void* ctx;
+};
+
+// Runs task soon on the calling thread's first helper while it is between parallel_for jobs (it
+// spins there for a while after each job, so it usually starts within microseconds); on the
+// calling thread itself when it has no helper yet or is one. For a hand-off whose system call
+// should not stall the caller: the engine loop's wake-up of its event dispatcher costs 10-40 us
+// on a 2-vCPU VM (the woken thread preempts the waker), a helper spinning through the loop's
+// serial part pays it instead. The task must be short, must not throw or call parallel_for, and
+// its ctx must live until it ran; a helper runs the tasks still queued when its owner exits.
+void run_on_helper(HelperTask task);
 
 }  // namespace tessera::ops
