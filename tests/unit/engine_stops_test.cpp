@@ -153,6 +153,42 @@ TEST_F(EngineStops, StopStringAcrossTokenBoundaryIsNeverLeaked) {
   EXPECT_GE(tested, 1) << "no prompt produced two consecutive ASCII tokens";
 }
 
+// Stops are per sequence: 24 requests in the same steps, each with its own stop string (or none),
+// give every request the text, tokens and finish it gets alone (one at a time).
+TEST_F(EngineStops, ManySequencesStopAsEachDoesAlone) {
+  auto e = make();
+  std::vector<engine::Request> requests;
+  int with_stop = 0;
+  for (uint64_t seed = 100; seed < 124; ++seed) {
+    auto r = engine_test::greedy(engine_test::make_prompt(seed, 12), 20);
+    const auto free_run = engine_test::run_all(e, {r})[0];
+    if (free_run.text.size() >= 12 && seed % 4 != 0) {  // every fourth runs to its length
+      r.stop = {free_run.text.substr(free_run.text.size() / 2, 2)};
+      ++with_stop;
+    }
+    requests.push_back(r);
+  }
+  ASSERT_GE(with_stop, 8) << "too few outputs long enough to cut";
+  std::vector<engine_test::Output> alone;
+  for (const auto& r : requests) alone.push_back(engine_test::run_all(e, {r})[0]);
+  const auto together = engine_test::run_all(e, requests);
+  int stopped = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    EXPECT_EQ(together[i].tokens, alone[i].tokens);
+    EXPECT_EQ(together[i].text, alone[i].text);
+    ASSERT_TRUE(together[i].finish.has_value());
+    EXPECT_EQ(*together[i].finish, *alone[i].finish);
+    EXPECT_EQ(together[i].stop_string, alone[i].stop_string);
+    EXPECT_EQ(together[i].events_after_finish, 0);
+    if (together[i].stop_string) {
+      EXPECT_EQ(together[i].text.find(*together[i].stop_string), std::string::npos);
+      ++stopped;
+    }
+  }
+  EXPECT_GE(stopped, 8) << "the stop strings were not matched in the batch";
+}
+
 TEST_F(EngineStops, MaxTokensAndContextLimit) {
   engine::EngineOptions o = engine_test::engine_options();
   o.max_context = 64;

@@ -370,8 +370,7 @@ void Engine::run_step(Deliveries& out) {
   if (!ready_.empty()) {
     const std::span<const SampledToken> tokens = sampler_->sample(ready_, logits, ready_rows_);
     t_sampled = Clock::now();
-    out.reserve(out.size() + ready_.size());
-    for (size_t i = 0; i < ready_.size(); ++i) accept_token(*ready_[i], tokens[i], out);
+    deliver_tokens(tokens, out);
   }
   const auto t3 = Clock::now();
   loop_stats_.schedule_seconds += seconds(t1 - t0);
@@ -383,73 +382,27 @@ void Engine::run_step(Deliveries& out) {
   loop_stats_.host_seconds += seconds(t1 - t0) + seconds(t3 - t2);
 }
 
-void Engine::accept_token(Sequence& s, const SampledToken& t, Deliveries& out) {
-  Event ev;
-  ev.request_id = s.id;
-  if (t.token < 0) {
-    ev.error =
-        sampler_->last_error().empty() ? "the sampler returned no token" : sampler_->last_error();
-    finish(s, FinishReason::kError, std::move(ev), out);
-    return;
-  }
-  int32_t token = t.token;
-  if (s.in_reasoning && think_end_ >= 0) {
-    // Reasoning budget: close the thinking block ourselves when it has used its budget, or when
-    // only min_answer_tokens of max_tokens are left for the answer.
-    const bool over_budget =
-        s.max_reasoning_tokens > 0 && s.reasoning_tokens >= s.max_reasoning_tokens;
-    const bool answer_squeezed =
-        options_.min_answer_tokens > 0 && s.max_tokens - s.n_output() <= options_.min_answer_tokens;
-    if (over_budget || answer_squeezed) token = think_end_;
-    if (token == think_end_) {
-      s.in_reasoning = false;
+void Engine::deliver_tokens(std::span<const SampledToken> tokens, Deliveries& out) {
+  const TokenRules rules{&eos_, think_end_, options_.min_answer_tokens};
+  out.reserve(out.size() + ready_.size());
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    Sequence& s = *ready_[i];
+    if (tokens[i].token < 0) {
+      Event ev;
+      ev.request_id = s.id;
+      ev.error =
+          sampler_->last_error().empty() ? "the sampler returned no token" : sampler_->last_error();
+      finish(s, FinishReason::kError, std::move(ev), out);
+      continue;
+    }
+    TokenOutcome o = apply_token(s, tokens[i], rules);
+    ++loop_stats_.generated_tokens;
+    if (o.repetition_hit) ++loop_stats_.repetition_hits;
+    if (o.finish) {
+      finish(s, *o.finish, std::move(o.event), out);
     } else {
-      ++s.reasoning_tokens;
+      out.push_back({s.on_event, std::move(o.event)});
     }
-  }
-  s.tokens.push_back(token);
-  ++loop_stats_.generated_tokens;
-  ev.tokens.push_back(token);
-  if (s.params.logprobs != 0) ev.logprobs.push_back({token, t.logprob, t.top});
-
-  std::optional<FinishReason> reason;
-  const std::vector<int32_t>& stop_ids = s.request.stop_token_ids;
-  if ((!s.request.ignore_eos && std::find(eos_.begin(), eos_.end(), token) != eos_.end()) ||
-      std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
-    reason = FinishReason::kStop;
-    ev.stop_token = token;
-  } else {
-    const std::string piece = s.detokenizer ? s.detokenizer->push(token) : std::string();
-    StopMatcher::Result r = s.stops.push(piece);
-    ev.text = std::move(r.text);
-    if (r.matched) {
-      reason = FinishReason::kStop;
-      ev.stop_string = s.request.stop[*r.matched];
-    }
-  }
-  if (!reason && s.guard && s.guard->push(token)) {
-    ++s.repetition_hits;
-    ++loop_stats_.repetition_hits;
-    if (s.stop_on_repetition) reason = FinishReason::kRepetition;
-  }
-  if (!reason &&
-      (s.n_output() >= s.max_tokens || static_cast<int64_t>(s.tokens.size()) >= s.max_total))
-    reason = FinishReason::kLength;
-  if (reason && !ev.stop_string) {  // the end of the text: incomplete UTF-8, held-back text
-    StopMatcher::Result r = s.stops.push(s.detokenizer ? s.detokenizer->finish() : std::string());
-    ev.text += r.text;
-    if (r.matched) {
-      reason = FinishReason::kStop;
-      ev.stop_string = s.request.stop[*r.matched];
-      ev.stop_token.reset();
-    } else {
-      ev.text += s.stops.flush();
-    }
-  }
-  if (reason) {
-    finish(s, *reason, std::move(ev), out);
-  } else {
-    out.push_back({s.on_event, std::move(ev)});
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "engine/request.hpp"
 #include "engine/scheduler.hpp"
 #include "engine/sequence.hpp"
+#include "engine/token_output.hpp"
 #include "executor/executor.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -87,7 +89,8 @@ class Engine {
   void validate(const Request& r) const;
   void loop();
   void run_step(Deliveries& out);
-  void accept_token(Sequence& s, const SampledToken& t, Deliveries& out);
+  // The step's sampled tokens into its sequences and events (ready_ order).
+  void deliver_tokens(std::span<const SampledToken> tokens, Deliveries& out);
   void finish(Sequence& s, FinishReason reason, Event event, Deliveries& out);
   void fail_all(const std::string& error, Deliveries& out);
   void publish_stats();

@@ -1,0 +1,81 @@
+#include "engine/token_output.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "engine/batch_sampler.hpp"
+
+namespace tessera::engine {
+
+namespace {
+
+bool contains(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// Reasoning budget: close the thinking block ourselves when it has used its budget, or when only
+// min_answer_tokens of max_tokens are left for the answer.
+int32_t after_reasoning_budget(Sequence& s, int32_t token, const TokenRules& rules) {
+  if (!s.in_reasoning || rules.think_end < 0) return token;
+  const bool over_budget =
+      s.max_reasoning_tokens > 0 && s.reasoning_tokens >= s.max_reasoning_tokens;
+  const bool answer_squeezed =
+      rules.min_answer_tokens > 0 && s.max_tokens - s.n_output() <= rules.min_answer_tokens;
+  if (over_budget || answer_squeezed) token = rules.think_end;
+  if (token == rules.think_end) {
+    s.in_reasoning = false;
+  } else {
+    ++s.reasoning_tokens;
+  }
+  return token;
+}
+
+}  // namespace
+
+TokenOutcome apply_token(Sequence& s, const SampledToken& t, const TokenRules& rules) {
+  TokenOutcome o;
+  Event& ev = o.event;
+  ev.request_id = s.id;
+  const int32_t token = after_reasoning_budget(s, t.token, rules);
+  s.tokens.push_back(token);
+  ev.tokens.push_back(token);
+  if (s.params.logprobs != 0) ev.logprobs.push_back({token, t.logprob, t.top});
+
+  std::optional<FinishReason>& reason = o.finish;
+  if ((!s.request.ignore_eos && contains(*rules.eos, token)) ||
+      contains(s.request.stop_token_ids, token)) {
+    reason = FinishReason::kStop;
+    ev.stop_token = token;
+  } else {
+    const std::string piece = s.detokenizer ? s.detokenizer->push(token) : std::string();
+    StopMatcher::Result r = s.stops.push(piece);
+    ev.text = std::move(r.text);
+    if (r.matched) {
+      reason = FinishReason::kStop;
+      ev.stop_string = s.request.stop[*r.matched];
+    }
+  }
+  if (!reason && s.guard && s.guard->push(token)) {
+    ++s.repetition_hits;
+    o.repetition_hit = true;
+    if (s.stop_on_repetition) reason = FinishReason::kRepetition;
+  }
+  if (!reason &&
+      (s.n_output() >= s.max_tokens || static_cast<int64_t>(s.tokens.size()) >= s.max_total))
+    reason = FinishReason::kLength;
+  if (reason && !ev.stop_string) {  // the end of the text: incomplete UTF-8, held-back text
+    StopMatcher::Result r = s.stops.push(s.detokenizer ? s.detokenizer->finish() : std::string());
+    ev.text += r.text;
+    if (r.matched) {
+      reason = FinishReason::kStop;
+      ev.stop_string = s.request.stop[*r.matched];
+      ev.stop_token.reset();
+    } else {
+      ev.text += s.stops.flush();
+    }
+  }
+  return o;
+}
+
+}  // namespace tessera::engine
