@@ -41,7 +41,9 @@ void use_helpers() {
 bool wait_for_runs(const Record& r, int n) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (r.runs.load() < n) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   return true;
@@ -88,13 +90,19 @@ TEST_F(HelperTasks, RunInTheOrderGiven) {
     Record r;
     std::vector<Tagged> tags;
     tags.reserve(100);
-    for (int i = 0; i < 100; ++i) tags.push_back({&r, i});
+    for (int i = 0; i < 100; ++i) {
+      tags.push_back({&r, i});
+    }
     for (Tagged& t : tags) {
       run_on_helper({record_run, &t});
-      if (t.tag % 10 == 0) use_helpers();  // jobs interleaved with the tasks
+      if (t.tag % 10 == 0) {
+        use_helpers();  // jobs interleaved with the tasks
+      }
     }
     ASSERT_TRUE(wait_for_runs(r, 100));
-    for (int i = 0; i < 100; ++i) ASSERT_EQ(r.order[static_cast<size_t>(i)], i);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_EQ(r.order[static_cast<size_t>(i)], i);
+    }
   });
   owner.join();
 }
@@ -114,10 +122,14 @@ TEST_F(HelperTasks, QueuedTasksRunBeforeTheOwnerIsGone) {
   Record r;
   std::vector<Tagged> tags;
   tags.reserve(50);
-  for (int i = 0; i < 50; ++i) tags.push_back({&r, i});
+  for (int i = 0; i < 50; ++i) {
+    tags.push_back({&r, i});
+  }
   std::thread owner([&] {
     use_helpers();
-    for (Tagged& t : tags) run_on_helper({record_run, &t});
+    for (Tagged& t : tags) {
+      run_on_helper({record_run, &t});
+    }
   });  // exits at once: its helper is destroyed with tasks possibly still queued
   owner.join();
   EXPECT_EQ(r.runs.load(), 50);

@@ -22,12 +22,16 @@ void EventDispatcher::post(std::vector<Delivery> deliveries) {
 }
 
 bool EventDispatcher::queue(std::vector<Delivery> deliveries) {
-  if (deliveries.empty()) return false;
+  if (deliveries.empty()) {
+    return false;
+  }
   std::lock_guard lock(mutex_);
   if (queue_.empty()) {
     queue_ = std::move(deliveries);
   } else {
-    for (Delivery& d : deliveries) queue_.push_back(std::move(d));
+    for (Delivery& d : deliveries) {
+      queue_.push_back(std::move(d));
+    }
   }
   return true;
 }
@@ -40,7 +44,9 @@ void EventDispatcher::run() {
     {
       std::unique_lock lock(mutex_);
       ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
+      if (queue_.empty()) {
+        return;  // stopping and drained
+      }
       batch.swap(queue_);
     }
     for (Delivery& d : batch) {

@@ -17,12 +17,16 @@ bool contains(const std::vector<int32_t>& ids, int32_t id) {
 // Reasoning budget: close the thinking block ourselves when it has used its budget, or when only
 // min_answer_tokens of max_tokens are left for the answer.
 int32_t after_reasoning_budget(Sequence& s, int32_t token, const TokenRules& rules) {
-  if (!s.in_reasoning || rules.think_end < 0) return token;
+  if (!s.in_reasoning || rules.think_end < 0) {
+    return token;
+  }
   const bool over_budget =
       s.max_reasoning_tokens > 0 && s.reasoning_tokens >= s.max_reasoning_tokens;
   const bool answer_squeezed =
       rules.min_answer_tokens > 0 && s.max_tokens - s.n_output() <= rules.min_answer_tokens;
-  if (over_budget || answer_squeezed) token = rules.think_end;
+  if (over_budget || answer_squeezed) {
+    token = rules.think_end;
+  }
   if (token == rules.think_end) {
     s.in_reasoning = false;
   } else {
@@ -40,7 +44,9 @@ TokenOutcome apply_token(Sequence& s, const SampledToken& t, const TokenRules& r
   const int32_t token = after_reasoning_budget(s, t.token, rules);
   s.tokens.push_back(token);
   ev.tokens.push_back(token);
-  if (s.params.logprobs != 0) ev.logprobs.push_back({token, t.logprob, t.top});
+  if (s.params.logprobs != 0) {
+    ev.logprobs.push_back({token, t.logprob, t.top});
+  }
 
   std::optional<FinishReason>& reason = o.finish;
   if ((!s.request.ignore_eos && contains(*rules.eos, token)) ||
@@ -59,11 +65,14 @@ TokenOutcome apply_token(Sequence& s, const SampledToken& t, const TokenRules& r
   if (!reason && s.guard && s.guard->push(token)) {
     ++s.repetition_hits;
     o.repetition_hit = true;
-    if (s.stop_on_repetition) reason = FinishReason::kRepetition;
+    if (s.stop_on_repetition) {
+      reason = FinishReason::kRepetition;
+    }
   }
   if (!reason &&
-      (s.n_output() >= s.max_tokens || static_cast<int64_t>(s.tokens.size()) >= s.max_total))
+      (s.n_output() >= s.max_tokens || static_cast<int64_t>(s.tokens.size()) >= s.max_total)) {
     reason = FinishReason::kLength;
+  }
   if (reason && !ev.stop_string) {  // the end of the text: incomplete UTF-8, held-back text
     StopMatcher::Result r = s.stops.push(s.detokenizer ? s.detokenizer->finish() : std::string());
     ev.text += r.text;
