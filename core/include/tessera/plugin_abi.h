@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TS_ABI_MAJOR 1
-#define TS_ABI_MINOR 0
+#define TS_ABI_MINOR 1
 #define TS_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
 
 /* ---------------------------------------------------------------- status */
@@ -30,7 +30,7 @@ typedef enum ts_status_code {
   TS_ERR_INVALID_ARGUMENT = 1, /* caller passed something the contract forbids */
   TS_ERR_UNSUPPORTED = 2,      /* valid, but this plugin cannot do it (device, format, shape) */
   TS_ERR_OUT_OF_MEMORY = 3,
-  TS_ERR_NUMERIC = 4, /* NaN / inf in data that must be finite */
+  TS_ERR_NUMERIC = 4,  /* NaN / inf in data that must be finite */
   TS_ERR_INTERNAL = 5, /* a bug or an exception caught at the boundary */
   /* Returned by ts_engine_api calls; frontends map them to their protocol's errors. */
   TS_ERR_BUSY = 6,          /* over capacity (queue full): retry later (HTTP 429) */
@@ -135,12 +135,19 @@ typedef struct ts_sampler_row {
 
 typedef struct ts_sampler_result {
   int32_t token;
-  float logprob;       /* log_softmax(raw logits)[token] when params.logprobs */
-  int32_t n_top;       /* filled count */
+  float logprob;        /* log_softmax(raw logits)[token] when params.logprobs */
+  int32_t n_top;        /* filled count */
   int32_t top_capacity; /* set by the caller: length of the two arrays below */
   int32_t* top_tokens;
   float* top_logprobs;
 } ts_sampler_result;
+
+/* What the host already knows of a row's logits (ABI 1.1), found while it wrote them: every value
+ * is finite, `max` is the largest and `argmax` the lowest index holding it. */
+typedef struct ts_row_scan {
+  float max;
+  int32_t argmax;
+} ts_row_scan;
 
 typedef struct ts_sampler_table {
   uint32_t struct_size;
@@ -148,6 +155,12 @@ typedef struct ts_sampler_table {
    * the thread count. NaN/inf logits => TS_ERR_NUMERIC naming the row. */
   ts_status (*sample)(ts_instance* self, const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
                       ts_sampler_result* results);
+  /* ABI 1.1, optional (a 1.0 table ends before it, or NULL: the host calls sample). sample, with
+   * scans[i] describing rows[i].logits, which the plugin may use instead of reading the row for
+   * them; the results must be those sample gives. */
+  ts_status (*sample_scanned)(ts_instance* self, const ts_sampler_row* rows,
+                              const ts_row_scan* scans, int32_t n_rows, int32_t vocab,
+                              ts_sampler_result* results);
 } ts_sampler_table;
 
 /* ---------------------------------------------------------------- kv cache format */
@@ -163,9 +176,9 @@ typedef enum ts_kv_stream {
  * A slot number s lives in page s / entries_per_page at entry s % entries_per_page. */
 typedef struct ts_kv_layout {
   uint32_t struct_size;
-  int32_t stream;           /* ts_kv_stream */
-  int32_t dim;              /* values per entry */
-  int32_t rope_dim;         /* trailing channels kept apart (0 if none) */
+  int32_t stream;   /* ts_kv_stream */
+  int32_t dim;      /* values per entry */
+  int32_t rope_dim; /* trailing channels kept apart (0 if none) */
   int32_t entries_per_page;
   int32_t reserved;
   uint64_t bytes_per_entry; /* payload + rope + scales (+ pad): what memory planning divides by */
@@ -254,9 +267,9 @@ typedef struct ts_attention_inputs {
 
 typedef struct ts_attention_outputs {
   uint32_t struct_size;
-  float* out;               /* [n_tokens, n_heads, head_dim], before inverse RoPE */
-  int32_t* selected;        /* optional [n_tokens, index_topk] chosen entries, -1 padded */
-  int64_t entries_scored;   /* indexer work actually done (for the visible-only guarantee) */
+  float* out;             /* [n_tokens, n_heads, head_dim], before inverse RoPE */
+  int32_t* selected;      /* optional [n_tokens, index_topk] chosen entries, -1 padded */
+  int64_t entries_scored; /* indexer work actually done (for the visible-only guarantee) */
 } ts_attention_outputs;
 
 typedef struct ts_attention_table {

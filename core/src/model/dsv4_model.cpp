@@ -93,7 +93,8 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   ops::rms_norm(y.data(), R, D, weights_.norm.ptr(), eps);
   logits.values.resize(static_cast<size_t>(R * V));
   if (!comm_) {
-    ops::linear(y.data(), R, weights_.head, logits.values.data());
+    logits.scans.resize(static_cast<size_t>(R));
+    ops::linear_scanned(y.data(), R, weights_.head, logits.values.data(), logits.scans);
     return logits;
   }
   // Vocabulary shards: rank r holds rows [r*V/N, (r+1)*V/N) of the head.

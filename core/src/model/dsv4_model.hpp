@@ -19,6 +19,7 @@
 #include "model/dsv4_weights.hpp"
 #include "model/forward_batch.hpp"
 #include "ops/rope.hpp"
+#include "ops/row_scan.hpp"
 #include "plugins/plugin_instance.hpp"
 
 namespace tessera::dsv4 {
@@ -27,6 +28,9 @@ struct Logits {
   int64_t vocab = 0;
   std::vector<float> values;        // [rows, vocab]
   std::vector<int64_t> chunk_rows;  // first logits row of each chunk
+  // [rows] each row's max, argmax and finiteness, found by the vocabulary head as it wrote them
+  // (one rank); empty when not (tensor parallel: the rows are gathered from shards).
+  std::vector<ops::RowScan> scans;
   const float* row(int64_t r) const { return values.data() + r * vocab; }
 };
 

@@ -125,8 +125,15 @@ void linear_blas(GemmNtArgs a) {
               a.w, static_cast<int>(a.ldw), 0.0f, a.y, static_cast<int>(a.ldy));
 }
 
+// Called by the thread that computed columns [begin, end) of y, right after: linear_scanned.
+struct AfterRange {
+  void (*call)(void* ctx, int64_t item, int64_t begin, int64_t end) = nullptr;
+  void* ctx = nullptr;
+  int64_t columns = 0;  // item width (a multiple of 4); 0: linear_avx512 chooses
+};
+
 // Our kernel over compute_threads() threads.
-void linear_avx512(GemmNtArgs a) {
+void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
   // Rows of x a multiple of 4 KiB apart (a head group's slice of [T, H * Dh]) all fall into the
   // same L1 sets and evict each other while every block of W meets them: copy them together
   // first (rows * in floats, against rows * in * out multiply-adds).
@@ -142,6 +149,15 @@ void linear_avx512(GemmNtArgs a) {
   // chunks than threads (few, long rows: the hyper-connection mix, 24 x 2048) is split by 4-row
   // blocks instead.
   const int threads = compute_threads();
+  if (after.call != nullptr) {
+    const int64_t items = (a.out + after.columns - 1) / after.columns;
+    parallel_for(items, threads, [&](int64_t i) {
+      const int64_t begin = i * after.columns, end = std::min(a.out, begin + after.columns);
+      gemm_nt_avx512(a, begin, end);
+      after.call(after.ctx, i, begin, end);
+    });
+    return;
+  }
   int64_t unit = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
   if ((a.out + unit - 1) / unit < threads) {
     unit = 4;
@@ -209,6 +225,48 @@ GemmNtArgs weight_product(const float* x, int64_t rows, int64_t ldx, const dsv4:
     a.w = w.ptr() + first_row * in;
   }
   return a;
+}
+
+void linear_scanned(const float* x, int64_t rows, const dsv4::Tensor& w, float* y,
+                    std::span<RowScan> scans) {
+  TS_CHECK(w.shape.size() == 2, "linear: weight must be 2-D, has {} dims", w.shape.size());
+  TS_CHECK_EQ(static_cast<int64_t>(scans.size()), rows, "row scans");
+  const int64_t out = w.shape[0];
+  const GemmNtArgs args = weight_product(x, rows, w.shape[1], w, y, out);
+  // A few rows are scanned afterwards (a decode's 1 x vocab is still in the L2 then, and keeps
+  // linear()'s split of W, which streams it best); only many rows' y outgrows the cache.
+  constexpr int64_t kScanWhileWritingFrom = 8;
+  if (rows < kScanWhileWritingFrom || out == 0 || args.in == 0 || !use_avx512()) {
+    linear_args(args);
+    if (out > 0) {
+      scan_columns(y, rows, out, 0, out, scans);
+    }
+    return;
+  }
+  // Items of kColumns columns: their y ([rows, kColumns], 64 KiB at 64 rows) is still in the
+  // writing core's L2 when the item scans it, while the item's slice of W streams past.
+  constexpr int64_t kColumns = 256;
+  const int64_t items = (out + kColumns - 1) / kColumns;
+  std::vector<RowScan> partial(static_cast<size_t>(items * rows));  // [items, rows]
+  struct Ctx {
+    const float* y;
+    int64_t rows, ldy;
+    RowScan* partial;
+  } ctx{y, rows, out, partial.data()};
+  const AfterRange after{[](void* c, int64_t item, int64_t begin, int64_t end) {
+                           const auto& k = *static_cast<Ctx*>(c);
+                           scan_columns(k.y, k.rows, k.ldy, begin, end,
+                                        {k.partial + item * k.rows, static_cast<size_t>(k.rows)});
+                         },
+                         &ctx, kColumns};
+  linear_avx512(args, after);
+  for (int64_t r = 0; r < rows; ++r) {  // column order: the lowest column wins a tie
+    RowScan s = partial[static_cast<size_t>(r)];
+    for (int64_t i = 1; i < items; ++i) {
+      merge_scan(s, partial[static_cast<size_t>(i * rows + r)]);
+    }
+    scans[static_cast<size_t>(r)] = s;
+  }
 }
 
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y) {

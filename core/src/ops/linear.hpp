@@ -8,6 +8,7 @@
 
 #include "model/dsv4_weights.hpp"
 #include "ops/gemm_nt.hpp"
+#include "ops/row_scan.hpp"
 
 namespace tessera::ops {
 
@@ -23,6 +24,11 @@ bool gemm_reads_bf16_weights();
 // y[rows, out] = x[rows, in] . W^T          (W: [out, in])
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y);
 
+// linear(), and scans[r] = the RowScan of row r of y, each column range scanned by the thread that
+// wrote it right after writing it (the vocabulary head: a greedy sampler's answer without a pass
+// over y from memory). Same y as linear(). scans: [rows].
+void linear_scanned(const float* x, int64_t rows, const dsv4::Tensor& w, float* y,
+                    std::span<RowScan> scans);
 // y[rows, out] = x[rows, in] . W^T with explicit leading dimensions (for grouped projections):
 // x rows are ldx apart, y rows ldy apart, W is [out, in] with rows ldw apart.
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string_view>
 
@@ -61,8 +62,8 @@ std::size_t host_table_size(int32_t kind) noexcept {
       return sizeof(ts_attention_table);
     case TS_KIND_KV_CACHE:
       return sizeof(ts_kv_cache_table);
-    case TS_KIND_SAMPLER:
-      return sizeof(ts_sampler_table);
+    case TS_KIND_SAMPLER:  // ABI 1.0's table: sample_scanned (1.1) is optional
+      return offsetof(ts_sampler_table, sample_scanned);
     case TS_KIND_FRONTEND:
       return sizeof(ts_frontend_table);
     default:
@@ -116,8 +117,8 @@ std::string descriptor_refusal(const ts_plugin_descriptor* d) {
   const auto table_size = *static_cast<const uint32_t*>(d->functions);
   if (table_size < host_table_size(d->kind))
     return fmt::format(
-        "its function table is {} bytes but this host's table for the kind is {} bytes, so a slot "
-        "the host calls would be missing. {}",
+        "its function table is {} bytes but this host needs at least {} bytes for the kind, so a "
+        "slot the host calls would be missing. {}",
         table_size, host_table_size(d->kind), rebuild_fix());
   if (const std::string slot = missing_slot(d->kind, d->functions); !slot.empty())
     return fmt::format("function table slot `{}` is null. Fix: implement {}", slot, slot);

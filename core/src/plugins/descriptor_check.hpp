@@ -10,8 +10,10 @@
 
 namespace tessera {
 
-// Size of the kind's function table as this host was compiled (0 for an unknown kind). Tables are
-// append-only; a plugin's table must be at least this large so no slot the host calls is missing.
+// The smallest function table of the kind this host accepts: its size as compiled, less the
+// optional slots it checks for before calling (the sampler's sample_scanned, ABI 1.1); 0 for an
+// unknown kind. Tables are append-only; a plugin's table must be at least this large so no slot
+// the host calls unconditionally is missing.
 [[nodiscard]] std::size_t host_table_size(int32_t kind) noexcept;
 
 // Why the host refuses `descriptor` — one sentence, then "Fix: ..." — or "" when it is acceptable.

@@ -69,9 +69,21 @@ ts_status sample(ts_instance* self, const ts_sampler_row* rows, int32_t n_rows, 
   return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results);
 }
 
+ts_status sample_scanned(ts_instance* self, const ts_sampler_row* rows, const ts_row_scan* scans,
+                         int32_t n_rows, int32_t vocab, ts_sampler_result* results) {
+  if (self == nullptr) {
+    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample_scanned: instance is NULL");
+  }
+  if (scans == nullptr && n_rows > 0) {
+    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample_scanned: scans is NULL");
+  }
+  return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results, scans);
+}
+
 constexpr ts_sampler_table kSamplerTable{
     .struct_size = sizeof(ts_sampler_table),
     .sample = &sample,
+    .sample_scanned = &sample_scanned,
 };
 
 constexpr ts_plugin_descriptor kDescriptor{

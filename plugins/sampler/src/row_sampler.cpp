@@ -87,15 +87,18 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
 
 }  // namespace
 
-RowError sample_row(const ts_sampler_row& row, int32_t vocab, ts_sampler_result& result,
-                    RowWorkspace& workspace) {
+RowError sample_row(const ts_sampler_row& row, const ts_row_scan* host_scan, int32_t vocab,
+                    ts_sampler_result& result, RowWorkspace& workspace) {
   result.token = -1;
   result.n_top = 0;
   if (RowError e = validate_row_arguments(row, vocab, result); e.failed()) {
     return e;
   }
   const std::span<const float> raw(row.logits, static_cast<size_t>(vocab));
-  const RowScan scan = scan_row(raw);
+  // The host's scan (ABI 1.1) saves this pass over the row; one load checks it is consistent.
+  const bool scanned = host_scan != nullptr && host_scan->argmax >= 0 &&
+                       host_scan->argmax < vocab && raw[host_scan->argmax] == host_scan->max;
+  const RowScan scan = scanned ? RowScan{host_scan->max, true} : scan_row(raw);
   if (!scan.all_finite) {
     return validate_row_logits(row.logits, vocab);  // names the first bad value
   }
@@ -109,7 +112,7 @@ RowError sample_row(const ts_sampler_row& row, int32_t vocab, ts_sampler_result&
       apply_penalties(row, values, workspace.penalties);
       token = argmax_lowest_id(values, scan_row(values).max);
     } else {
-      token = argmax_lowest_id(raw, scan.max);
+      token = scanned ? host_scan->argmax : argmax_lowest_id(raw, scan.max);
     }
   } else {
     token = temperature_draw(row, raw, scan.max, workspace);

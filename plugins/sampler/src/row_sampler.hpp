@@ -31,7 +31,9 @@ struct RowWorkspace {
 
 // Fills result (token, logprob, n_top and the top arrays). On failure result.token = -1,
 // result.n_top = 0 and the error says why (without the row index).
-[[nodiscard]] RowError sample_row(const ts_sampler_row& row, int32_t vocab,
+// scan (may be null): the host's ts_row_scan of the row; used in place of the row's own scan when
+// consistent with it (logits[argmax] == max), so a greedy row reads nothing more.
+[[nodiscard]] RowError sample_row(const ts_sampler_row& row, const ts_row_scan* scan, int32_t vocab,
                                   ts_sampler_result& result, RowWorkspace& workspace);
 
 }  // namespace tessera::sampler

@@ -32,23 +32,27 @@ void record_failure(Failures& f, int64_t row, RowError&& error) {
 
 }  // namespace
 
-void StandardSampler::sample_on_own_pool(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
+void StandardSampler::sample_on_own_pool(const ts_sampler_row* rows, const ts_row_scan* scans,
+                                         int32_t n_rows, int32_t vocab,
                                          ts_sampler_result* results) {
   pool_.run(n_rows, [&](int64_t row, int worker) {
-    RowError error = sample_row(rows[row], vocab, results[row], workspaces_[worker]);
+    RowError error = sample_row(rows[row], scans != nullptr ? &scans[row] : nullptr, vocab,
+                                results[row], workspaces_[worker]);
     if (error.failed()) {
       record_failure(failures_[worker], row, std::move(error));
     }
   });
 }
 
-void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, int32_t n_rows,
-                                             int32_t vocab, ts_sampler_result* results) {
+void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, const ts_row_scan* scans,
+                                             int32_t n_rows, int32_t vocab,
+                                             ts_sampler_result* results) {
   sdk::parallel_for(host_, n_rows, [&](int64_t row) {
     thread_local RowWorkspace workspace;  // each host thread keeps its own scratch
     RowError error;
     try {
-      error = sample_row(rows[row], vocab, results[row], workspace);
+      error = sample_row(rows[row], scans != nullptr ? &scans[row] : nullptr, vocab, results[row],
+                         workspace);
     } catch (const std::exception& e) {  // bad_alloc growing the scratch: this row fails
       results[row].token = -1;
       error = RowError{TS_ERR_INTERNAL, std::string("sampling failed: ") + e.what()};
@@ -65,7 +69,7 @@ void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, int32_t
 }
 
 ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
-                                  ts_sampler_result* results) noexcept {
+                                  ts_sampler_result* results, const ts_row_scan* scans) noexcept {
   return sdk::guarded([&]() -> ts_status {
     if (n_rows < 0) {
       return sdk::fail(TS_ERR_INVALID_ARGUMENT,
@@ -87,9 +91,9 @@ ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, in
       f = WorkerFailures{};
     }
     if (host_threads_) {
-      sample_on_host_threads(rows, n_rows, vocab, results);
+      sample_on_host_threads(rows, scans, n_rows, vocab, results);
     } else {
-      sample_on_own_pool(rows, n_rows, vocab, results);
+      sample_on_own_pool(rows, scans, n_rows, vocab, results);
     }
 
     const WorkerFailures* first = nullptr;

@@ -22,10 +22,12 @@ class StandardSampler {
  public:
   StandardSampler(const ts_host_api* host, const SamplerOptions& options);
 
-  // The ts_sampler_table::sample contract. Every row is attempted: a row that fails gets
-  // token = -1 and the others are still sampled; the status then names the lowest failing row.
+  // The ts_sampler_table::sample contract (and sample_scanned's with scans: [n_rows] or NULL).
+  // Every row is attempted: a row that fails gets token = -1 and the others are still sampled;
+  // the status then names the lowest failing row.
   [[nodiscard]] ts_status sample(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
-                                 ts_sampler_result* results) noexcept;
+                                 ts_sampler_result* results,
+                                 const ts_row_scan* scans = nullptr) noexcept;
 
  private:
   // First failure (lowest row) seen by one worker, and how many rows failed there.
@@ -36,10 +38,10 @@ class StandardSampler {
   };
 
   // Runs sample_row for every row; failures are recorded in failures_.
-  void sample_on_host_threads(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
-                              ts_sampler_result* results);
-  void sample_on_own_pool(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
-                          ts_sampler_result* results);
+  void sample_on_host_threads(const ts_sampler_row* rows, const ts_row_scan* scans, int32_t n_rows,
+                              int32_t vocab, ts_sampler_result* results);
+  void sample_on_own_pool(const ts_sampler_row* rows, const ts_row_scan* scans, int32_t n_rows,
+                          int32_t vocab, ts_sampler_result* results);
 
   const ts_host_api* host_;
   bool host_threads_;  // option threads = 0

@@ -1,0 +1,27 @@
+// What a greedy sampler needs of a row of logits, found while the logits are still in the cache of
+// the core that wrote them (ops::linear_scanned, the vocabulary head): the largest value, the
+// lowest column holding it, and whether the row has no NaN or infinity. Handed to the sampler
+// plugin as ts_row_scan (plugin_abi.h), it saves the sampler's own pass over [rows, vocab] floats
+// from memory (docs/perf.md "Engine").
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace tessera::ops {
+
+struct RowScan {
+  float max = 0.0f;
+  int32_t argmax = -1;  // lowest column holding max; -1 before any column was seen
+  bool finite = true;   // no NaN / inf in the columns seen (max and argmax mean nothing if not)
+};
+
+// scans[r] = the scan of columns [c0, c1) of row r of y (rows ldy apart); c1 > c0.
+void scan_columns(const float* y, int64_t rows, int64_t ldy, int64_t c0, int64_t c1,
+                  std::span<RowScan> scans);
+
+// Folds the scan of later columns into `into` (the same row): the larger max wins, a tie keeps the
+// earlier (lower) column.
+void merge_scan(RowScan& into, const RowScan& later);
+
+}  // namespace tessera::ops
