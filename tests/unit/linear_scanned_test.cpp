@@ -38,7 +38,9 @@ void expect_scans_of(const std::vector<float>& y, int64_t rows, int64_t cols,
     const RowScan want = plain_scan(y.data() + r * cols, cols);
     const RowScan& got = scans[static_cast<size_t>(r)];
     ASSERT_EQ(got.finite, want.finite) << "row " << r;
-    if (!want.finite) continue;
+    if (!want.finite) {
+      continue;
+    }
     EXPECT_EQ(got.max, want.max) << "row " << r;
     EXPECT_EQ(got.argmax, want.argmax) << "row " << r << " (max " << want.max << ")";
   }
@@ -50,7 +52,9 @@ dsv4::Tensor random_weight(int64_t out, int64_t in, uint32_t seed) {
   dsv4::Tensor w;
   w.shape = {out, in};
   w.data.resize(static_cast<size_t>(out * in));
-  for (float& v : w.data) v = normal(rng);
+  for (float& v : w.data) {
+    v = normal(rng);
+  }
   return w;
 }
 
@@ -134,11 +138,15 @@ TEST_P(LinearScanned, SameYAsLinearAndTheScansOfIt) {
             w.data[static_cast<size_t>(700 * in + k)] = w.data[static_cast<size_t>(5 * in + k)];
           }
         }
-        if (bf16) keep_in_bf16(w);
+        if (bf16) {
+          keep_in_bf16(w);
+        }
         std::mt19937 rng(static_cast<uint32_t>(rows));
         std::normal_distribution<float> normal(0.0f, 1.0f);
         std::vector<float> x(static_cast<size_t>(rows * in));
-        for (float& v : x) v = normal(rng);
+        for (float& v : x) {
+          v = normal(rng);
+        }
         std::vector<float> want(static_cast<size_t>(rows * out)), got(want.size(), -7.0f);
         linear(x.data(), rows, w, want.data());
         std::vector<RowScan> scans(static_cast<size_t>(rows));
@@ -147,7 +155,9 @@ TEST_P(LinearScanned, SameYAsLinearAndTheScansOfIt) {
         expect_scans_of(got, rows, out, scans);
         if (out > 700) {
           int ties = 0;
-          for (int64_t r = 0; r < rows; ++r) ties += scans[static_cast<size_t>(r)].argmax == 5;
+          for (int64_t r = 0; r < rows; ++r) {
+            ties += scans[static_cast<size_t>(r)].argmax == 5;
+          }
           EXPECT_GE(ties, rows / 4) << "the tie at the top was seldom tested";
         }
       }

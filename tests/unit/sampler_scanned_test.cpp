@@ -20,7 +20,10 @@ ts_row_scan scan_of(const std::vector<float>& logits) {
 
 std::vector<int32_t> tokens_of(const std::vector<ts_sampler_result>& results) {
   std::vector<int32_t> t;
-  for (const auto& r : results) t.push_back(r.token);
+  t.reserve(results.size());
+  for (const auto& r : results) {
+    t.push_back(r.token);
+  }
   return t;
 }
 
@@ -37,16 +40,24 @@ TEST(SamplerScanned, SameTokensAsSample) {
   std::vector<ts_row_scan> scans;
   const std::vector<int32_t> prompt = {5, 9, 13}, output = {7, 7, 2};
   for (size_t i = 0; i < logits.size(); ++i) {
-    for (float& v : logits[i]) v = normal(rng);
+    for (float& v : logits[i]) {
+      v = normal(rng);
+    }
     if (i % 5 == 0) {  // a tie at the top: the lowest id must win
       const ts_row_scan s = scan_of(logits[i]);
       logits[i][static_cast<size_t>(vocab - 1 - s.argmax)] = s.max;
     }
     ts_sampling_params p = plain_params(1000 + i);
     p.temperature = i % 3 == 0 ? 0.0f : 0.8f;
-    if (i % 4 == 1) p.top_p = 0.9f;
-    if (i % 6 == 2) p.repetition_penalty = 1.3f;  // penalised rows scan their own copy
-    if (i % 7 == 3) p.logprobs = 1;
+    if (i % 4 == 1) {
+      p.top_p = 0.9f;
+    }
+    if (i % 6 == 2) {
+      p.repetition_penalty = 1.3f;  // penalised rows scan their own copy
+    }
+    if (i % 7 == 3) {
+      p.logprobs = 1;
+    }
     rows.push_back(make_row(logits[i], p, i, &prompt, &output));
     scans.push_back(scan_of(logits[i]));
   }
@@ -58,7 +69,9 @@ TEST(SamplerScanned, SameTokensAsSample) {
                 .code,
             TS_OK);
   EXPECT_EQ(tokens_of(scanned), tokens_of(plain));
-  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(scanned[i].logprob, plain[i].logprob) << i;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(scanned[i].logprob, plain[i].logprob) << i;
+  }
   for (size_t i = 0; i < rows.size(); i += 15) {  // the tied greedy rows took the lowest id
     if (rows[i].params.temperature == 0.0f && rows[i].params.repetition_penalty == 1.0f) {
       EXPECT_EQ(scanned[i].token, scans[i].argmax);

@@ -35,11 +35,15 @@ bool BatchSampler::fill_scans(const ts_sampler_table& table, const dsv4::Logits&
   const bool has_slot = table.struct_size >= offsetof(ts_sampler_table, sample_scanned) +
                                                  sizeof(table.sample_scanned) &&
                         table.sample_scanned != nullptr;
-  if (!has_slot || logits.scans.empty()) return false;
+  if (!has_slot || logits.scans.empty()) {
+    return false;
+  }
   scans_.resize(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const ops::RowScan& s = logits.scans[static_cast<size_t>(rows[i])];
-    if (!s.finite) return false;  // the plugin's own scan names the bad value
+    if (!s.finite) {
+      return false;  // the plugin's own scan names the bad value
+    }
     scans_[i] = {s.max, s.argmax};
   }
   return true;
@@ -52,7 +56,9 @@ std::span<const SampledToken> BatchSampler::sample(std::span<Sequence* const> se
   rows_.resize(n);
   results_.resize(n);
   size_t top_total = 0;
-  for (const Sequence* s : sequences) top_total += static_cast<size_t>(s->params.top_logprobs);
+  for (const Sequence* s : sequences) {
+    top_total += static_cast<size_t>(s->params.top_logprobs);
+  }
   top_tokens_.resize(top_total);
   top_logprobs_.resize(top_total);
   size_t top_at = 0;
@@ -86,9 +92,11 @@ std::span<const SampledToken> BatchSampler::sample(std::span<Sequence* const> se
   if (status.code != TS_OK) {
     last_error_ = std::string(sampler_.name()) +
                   ": sample: " + (status.message != nullptr ? status.message : "(no message)");
-    for (size_t i = 0; i < n; ++i)  // rows the plugin could not even attempt count as failed
-      if (status.code != TS_ERR_NUMERIC && status.code != TS_ERR_INVALID_ARGUMENT)
+    for (size_t i = 0; i < n; ++i) {  // rows the plugin could not even attempt count as failed
+      if (status.code != TS_ERR_NUMERIC && status.code != TS_ERR_INVALID_ARGUMENT) {
         results_[i].token = -1;
+      }
+    }
   }
   out_.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -97,7 +105,9 @@ std::span<const SampledToken> BatchSampler::sample(std::span<Sequence* const> se
     t.token = r.token >= 0 && r.token < logits.vocab ? r.token : -1;
     t.logprob = r.logprob;
     t.top.clear();
-    for (int32_t k = 0; k < r.n_top; ++k) t.top.emplace_back(r.top_tokens[k], r.top_logprobs[k]);
+    for (int32_t k = 0; k < r.n_top; ++k) {
+      t.top.emplace_back(r.top_tokens[k], r.top_logprobs[k]);
+    }
   }
   return out_;
 }

@@ -71,7 +71,9 @@ TS_SIMD_CLONES int64_t first_equal(const float* v, int64_t c0, int64_t c1, float
     }
   }
   for (; c < c1; ++c) {
-    if (v[c] == value) return c;
+    if (v[c] == value) {
+      return c;
+    }
   }
   return -1;
 }
