@@ -1,6 +1,6 @@
 // ops::run_on_helper: a task handed to the calling thread's parallel_for helper runs there, between
-// jobs, also when the helper has gone to sleep; in order; inline where there is no helper; and
-// before the owner's exit completes.
+// jobs, in order; inline where there is no helper or it sleeps; and before the owner's exit
+// completes.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -58,18 +58,25 @@ class HelperTasks : public ::testing::Test {
 };
 
 TEST_F(HelperTasks, RunOnTheHelperNotTheCaller) {
-  std::thread owner([] {
-    use_helpers();
-    Record r;
-    Tagged t{&r, 1};
-    run_on_helper({record_run, &t});
-    ASSERT_TRUE(wait_for_runs(r, 1)) << "the spinning helper never ran the task";
-    EXPECT_NE(r.thread.load(), std::this_thread::get_id());
-  });
-  owner.join();
+  // A fresh owner's helper spins right after its first job. (Retried with a new owner: on a busy
+  // machine the owner may lose its core for longer than the helper spins, and then a sleeping
+  // helper rightly leaves the task to the owner.)
+  bool on_helper = false;
+  for (int attempt = 0; attempt < 10 && !on_helper; ++attempt) {
+    std::thread owner([&] {
+      use_helpers();
+      Record r;
+      Tagged t{&r, 1};
+      run_on_helper({record_run, &t});
+      ASSERT_TRUE(wait_for_runs(r, 1)) << "the task never ran";
+      on_helper = r.thread.load() != std::this_thread::get_id();
+    });
+    owner.join();
+  }
+  EXPECT_TRUE(on_helper) << "no task ran on a helper in 10 fresh owners";
 }
 
-TEST_F(HelperTasks, WakeASleepingHelper) {
+TEST_F(HelperTasks, ASleepingHelperIsNotWokenForATask) {
   std::thread owner([] {
     use_helpers();
     // The helper spins 1 ms after its last job, then sleeps on a futex.
@@ -77,9 +84,9 @@ TEST_F(HelperTasks, WakeASleepingHelper) {
     Record r;
     Tagged t{&r, 1};
     run_on_helper({record_run, &t});
-    ASSERT_TRUE(wait_for_runs(r, 1)) << "a sleeping helper was not woken for the task";
-    EXPECT_NE(r.thread.load(), std::this_thread::get_id());
-    use_helpers();  // jobs still work after a task woke it
+    EXPECT_EQ(r.runs.load(), 1) << "not run at once";
+    EXPECT_EQ(r.thread.load(), std::this_thread::get_id()) << "woke the sleeping helper for it";
+    use_helpers();  // jobs still work after it
   });
   owner.join();
 }

@@ -80,6 +80,13 @@ class Helper {
     }
   }
 
+  // True when the helper sleeps with no task queued: waking it would cost the caller what the
+  // task itself costs, and add a hop, so the caller had better run the task itself (with no
+  // earlier task waiting, that keeps the order).
+  [[nodiscard]] bool asleep_without_tasks() const {
+    return sleeping_.load(std::memory_order_acquire) && !has_tasks_.load(std::memory_order_acquire);
+  }
+
   void add_task(HelperTask task) {
     {
       const std::lock_guard lock(tasks_mutex_);
@@ -122,7 +129,9 @@ class Helper {
         }
         cpu_relax();
         if (spins % 256 == 0 && std::chrono::steady_clock::now() - start > kSpinFor) {
+          sleeping_.store(true, std::memory_order_release);
           signal_.wait(signal, std::memory_order_acquire);  // until a job or a task
+          sleeping_.store(false, std::memory_order_release);
         }
       }
       if (stop_.load(std::memory_order_acquire)) {
@@ -146,6 +155,7 @@ class Helper {
   std::atomic<uint32_t> signal_{0};   // bumped by every job and task
   std::atomic<bool> stop_{false};
   std::atomic<bool> has_tasks_{false};
+  std::atomic<bool> sleeping_{false};  // in signal_.wait (or about to be)
   std::mutex tasks_mutex_;
   std::vector<HelperTask> tasks_;  // guarded by tasks_mutex_
   PartFn fn_{};
@@ -229,11 +239,11 @@ void parallel_for(int64_t items, int threads, ItemFn body) {
 
 void run_on_helper(HelperTask task) {
   auto& helpers = my_helpers();
-  if (t_in_items || helpers.empty()) {
+  if (t_in_items || helpers.empty() || helpers.front()->asleep_without_tasks()) {
     task.run(task.ctx);
     return;
   }
-  helpers.front()->add_task(task);
+  helpers.front()->add_task(task);  // wakes it too, should it have just gone to sleep
 }
 
 }  // namespace tessera::ops

@@ -66,7 +66,8 @@ struct HelperTask {
 
 // Runs task soon on the calling thread's first helper while it is between parallel_for jobs (it
 // spins there for a while after each job, so it usually starts within microseconds); on the
-// calling thread itself when it has no helper yet or is one. For a hand-off whose system call
+// calling thread itself, at once, when it has no helper, is one, or its helper sleeps (no job for
+// a millisecond: waking it would cost as much as the task). For a hand-off whose system call
 // should not stall the caller: the engine loop's wake-up of its event dispatcher costs 10-40 us
 // on a 2-vCPU VM (the woken thread preempts the waker), a helper spinning through the loop's
 // serial part pays it instead. The task must be short, must not throw or call parallel_for, and
