@@ -1,6 +1,6 @@
 #include "engine/batch_sampler.hpp"
 
-#include <cstddef>
+#include "plugins/sampler_call.hpp"
 
 namespace tessera::engine {
 
@@ -27,26 +27,6 @@ ts_sampling_params resolve_sampling(const Request& request, const SamplingDefaul
   p.logprobs = request.logprobs || request.top_logprobs > 0 ? 1 : 0;
   p.top_logprobs = request.top_logprobs;
   return p;
-}
-
-bool BatchSampler::fill_scans(const ts_sampler_table& table, const dsv4::Logits& logits,
-                              std::span<const int64_t> rows) {
-  // sample_scanned is ABI 1.1: a 1.0 plugin's table ends before it.
-  const bool has_slot = table.struct_size >= offsetof(ts_sampler_table, sample_scanned) +
-                                                 sizeof(table.sample_scanned) &&
-                        table.sample_scanned != nullptr;
-  if (!has_slot || logits.scans.empty()) {
-    return false;
-  }
-  scans_.resize(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const ops::RowScan& s = logits.scans[static_cast<size_t>(rows[i])];
-    if (!s.finite) {
-      return false;  // the plugin's own scan names the bad value
-    }
-    scans_[i] = {s.max, s.argmax};
-  }
-  return true;
 }
 
 std::span<const SampledToken> BatchSampler::sample(std::span<Sequence* const> sequences,
@@ -80,14 +60,8 @@ std::span<const SampledToken> BatchSampler::sample(std::span<Sequence* const> se
     r.top_logprobs = top_logprobs_.data() + top_at;
     top_at += static_cast<size_t>(s.params.top_logprobs);
   }
-  const auto& table = sampler_.table<ts_sampler_table>();
-  const ts_status status =
-      fill_scans(table, logits, rows)
-          ? table.sample_scanned(sampler_.get(), rows_.data(), scans_.data(),
-                                 static_cast<int32_t>(n), static_cast<int32_t>(logits.vocab),
-                                 results_.data())
-          : table.sample(sampler_.get(), rows_.data(), static_cast<int32_t>(n),
-                         static_cast<int32_t>(logits.vocab), results_.data());
+  const ts_status status = call_sampler(sampler_, rows_, usable_row_scans(logits, rows, scans_),
+                                        static_cast<int32_t>(logits.vocab), results_.data());
   last_error_.clear();
   if (status.code != TS_OK) {
     last_error_ = std::string(sampler_.name()) +

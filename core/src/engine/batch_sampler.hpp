@@ -38,14 +38,9 @@ class BatchSampler {
   const std::string& last_error() const { return last_error_; }
 
  private:
-  // scans_ = the model's row scans of `rows` when the plugin takes them (sample_scanned) and every
-  // row is finite; false: call sample.
-  bool fill_scans(const ts_sampler_table& table, const dsv4::Logits& logits,
-                  std::span<const int64_t> rows);
-
   const PluginInstance& sampler_;
   std::vector<ts_sampler_row> rows_;
-  std::vector<ts_row_scan> scans_;
+  std::vector<ts_row_scan> scans_;  // the model's row scans of the rows, when usable
   std::vector<ts_sampler_result> results_;
   std::vector<int32_t> top_tokens_;
   std::vector<float> top_logprobs_;

@@ -129,7 +129,7 @@ void linear_blas(GemmNtArgs a) {
 struct AfterRange {
   void (*call)(void* ctx, int64_t item, int64_t begin, int64_t end) = nullptr;
   void* ctx = nullptr;
-  int64_t columns = 0;  // item width (a multiple of 4); 0: linear_avx512 chooses
+  int64_t columns = 0;  // item width (a multiple of 4), when call is set
 };
 
 // Our kernel over compute_threads() threads.

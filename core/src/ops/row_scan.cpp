@@ -99,7 +99,7 @@ void merge_scan(RowScan& into, const RowScan& later) {
     into.finite = false;
     return;
   }
-  if (into.argmax < 0 || later.max > into.max) {
+  if (later.max > into.max) {
     into.max = later.max;
     into.argmax = later.argmax;
   }

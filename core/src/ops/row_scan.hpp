@@ -12,7 +12,7 @@ namespace tessera::ops {
 
 struct RowScan {
   float max = 0.0f;
-  int32_t argmax = -1;  // lowest column holding max; -1 before any column was seen
+  int32_t argmax = -1;  // lowest column holding max; -1 when not finite
   bool finite = true;   // no NaN / inf in the columns seen (max and argmax mean nothing if not)
 };
 
@@ -20,8 +20,8 @@ struct RowScan {
 void scan_columns(const float* y, int64_t rows, int64_t ldy, int64_t c0, int64_t c1,
                   std::span<RowScan> scans);
 
-// Folds the scan of later columns into `into` (the same row): the larger max wins, a tie keeps the
-// earlier (lower) column.
+// Folds the scan of later columns into `into`, a scan of earlier columns of the same row: the
+// larger max wins, a tie keeps the earlier (lower) column.
 void merge_scan(RowScan& into, const RowScan& later);
 
 }  // namespace tessera::ops

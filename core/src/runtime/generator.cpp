@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "plugins/sampler_call.hpp"
 #include "tokenizer/incremental_detokenizer.hpp"
 #include "util/check.hpp"
 
@@ -44,7 +45,7 @@ GenerateResult generate(Runtime& runtime, const tokenizer::Tokenizer& tokenizer,
   generation::RepetitionGuard guard(request.repetition,
                                     [&tokenizer](int32_t id) { return tokenizer.token_bytes(id); });
   const auto& sampler = runtime.sampler();
-  const auto& table = sampler.table<ts_sampler_table>();
+  std::vector<ts_row_scan> scan;
 
   auto start = std::chrono::steady_clock::now();
   dsv4::ForwardBatch prefill;
@@ -64,7 +65,9 @@ GenerateResult generate(Runtime& runtime, const tokenizer::Tokenizer& tokenizer,
     row.n_output_tokens = static_cast<int64_t>(result.tokens.size());
     row.rng_counter = static_cast<uint64_t>(step);
     ts_sampler_result out{};
-    sampler.check(table.sample(sampler.get(), &row, 1, static_cast<int32_t>(logits.vocab), &out),
+    const int64_t first_row = 0;
+    sampler.check(call_sampler(sampler, {&row, 1}, usable_row_scans(logits, {&first_row, 1}, scan),
+                               static_cast<int32_t>(logits.vocab), &out),
                   "sample");
     const int32_t token = out.token;
     if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
