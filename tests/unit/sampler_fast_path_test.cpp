@@ -1,5 +1,7 @@
-// The sampler's vectorised temperature path (plugins/sampler/src/exp_weights.*, certified_draw.*)
-// must draw exactly the token the scalar path draws for the same seed and counter: libm expf per
+// The sampler's vectorised inverse-CDF path (plugins/sampler/src/exp_weights.*, certified_draw.*:
+// truncated rows, and every temperature row with the option draw = "inverse_cdf", which these
+// token-for-token tests set) must draw exactly the token the scalar path draws for the same seed
+// and counter: libm expf per
 // token, a double running sum in token order, the first token whose cumulative weight exceeds
 // u * total (docs/sampler.md). This file re-implements that scalar path independently (and the
 // documented SplitMix64 counter stream) and compares token for token:
@@ -9,7 +11,8 @@
 //     any exp that differs from libm's in the last bit changes the token unless the plugin
 //     certifies its decision (or recomputes it);
 //   - min-p thresholds equal to a token's exact weight (kept, by "w < min_p drops").
-// Plus chi-square checks of large-vocabulary draws against the exact softmax, top_p = 1 and < 1.
+// Plus chi-square checks of large-vocabulary draws against the exact softmax, top_p = 1 and < 1,
+// with either draw.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -165,7 +168,7 @@ RandomRows random_rows(std::mt19937_64& rng, int32_t vocab, int n, float scale,
 
 TEST(SamplerFastPath, SameTokensAsTheScalarPathOnRandomRows) {
   constexpr int32_t kVocab = 16384;
-  const PluginInstance sampler = make_sampler(2);
+  const PluginInstance sampler = make_sampler(2, "inverse_cdf");
   std::mt19937_64 rng(42);
   struct Setting {
     float temperature, scale, min_p;
@@ -194,7 +197,7 @@ TEST(SamplerFastPath, SameTokensAsTheScalarPathOnRandomRows) {
 // the scalar path's, on flat rows (most of a 16k vocabulary in the nucleus) and peaked ones, with
 // top-k and min-p on top, and on a small and a DeepSeek-size vocabulary.
 TEST(SamplerFastPath, TopPSameTokensAsTheScalarPath) {
-  const PluginInstance sampler = make_sampler(2);
+  const PluginInstance sampler = make_sampler(2, "inverse_cdf");
   std::mt19937_64 rng(7);
   struct Setting {
     int32_t vocab;
@@ -229,7 +232,7 @@ TEST(SamplerFastPath, SameTokensAsTheScalarPathOnCloseCalls) {
   // at which it changes. Both sides of that step are decided by less than one float step.
   constexpr size_t kFillers = 255;
   const std::vector<float> fillers = hard_exponents(-6.0f, -0.05f, 40 * kFillers, 0.002, 7);
-  const PluginInstance sampler = make_sampler(1);
+  const PluginInstance sampler = make_sampler(1, "inverse_cdf");
   std::mt19937_64 rng(9);
   std::vector<std::vector<float>> rows;
   std::vector<ts_sampling_params> params;
@@ -271,7 +274,7 @@ TEST(SamplerFastPath, MinPEqualToATokensWeightKeepsIt) {
   // keeps x, so it must be drawn with probability w / (1 + w) — and on the same counters as the
   // scalar path.
   const std::vector<float> xs = hard_exponents(-2.0f, -0.01f, 3000, 0.002, 11);
-  const PluginInstance sampler = make_sampler(1);
+  const PluginInstance sampler = make_sampler(1, "inverse_cdf");
   std::vector<std::vector<float>> rows;
   std::vector<ts_sampling_params> params;
   std::vector<uint64_t> counters;
@@ -292,7 +295,7 @@ TEST(SamplerFastPath, MinPEqualToATokensWeightKeepsIt) {
 }
 
 // 200k draws from a 1024-token row (many 64-token blocks) against the exact distribution.
-void expect_large_vocab_fits(const ts_sampling_params& p, int threads) {
+void expect_large_vocab_fits(const ts_sampling_params& p, int threads, const std::string& draw) {
   constexpr int32_t kVocab = 1024;
   constexpr int64_t kDraws = 200000;
   std::mt19937_64 rng(5);
@@ -301,7 +304,7 @@ void expect_large_vocab_fits(const ts_sampling_params& p, int threads) {
   for (float& x : logits) x = normal(rng);
   logits[700] = 4.0f;  // a few heavy tokens in the middle of the row
   logits[3] = 3.5f;
-  const PluginInstance sampler = make_sampler(threads);
+  const PluginInstance sampler = make_sampler(threads, draw);
   const auto observed = histogram(draw_tokens(sampler, logits, p, kDraws), kVocab);
   const auto exact = reference_distribution(reference_penalised(logits, p, {}, {}), p);
   for (int32_t i = 0; i < kVocab; ++i)
@@ -319,14 +322,15 @@ void expect_large_vocab_fits(const ts_sampling_params& p, int threads) {
 TEST(SamplerFastPath, LargeVocabularyDrawsFitTheSoftmax) {
   ts_sampling_params p = plain_params(21);
   p.temperature = 0.9f;
-  expect_large_vocab_fits(p, 2);
+  expect_large_vocab_fits(p, 2, "inverse_cdf");
+  expect_large_vocab_fits(p, 2, "rejection");
 }
 
 TEST(SamplerFastPath, LargeVocabularyNucleusDrawsFitTheTruncatedSoftmax) {
   ts_sampling_params p = plain_params(22);
   p.temperature = 1.1f;
   p.top_p = 0.7f;
-  expect_large_vocab_fits(p, 2);
+  expect_large_vocab_fits(p, 2, "inverse_cdf");
 }
 
 }  // namespace

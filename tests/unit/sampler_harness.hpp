@@ -33,9 +33,11 @@ inline const LoadedPlugin& standard_plugin() {
   return plugin;
 }
 
-inline PluginInstance make_sampler(int threads) {
-  return registry().create(standard_plugin(), "{\"threads\":" + std::to_string(threads) + "}",
-                           kCpu);
+// draw: the option "draw" ("rejection", the default, or "inverse_cdf").
+inline PluginInstance make_sampler(int threads, const std::string& draw = "rejection") {
+  return registry().create(
+      standard_plugin(), "{\"threads\":" + std::to_string(threads) + ",\"draw\":\"" + draw + "\"}",
+      kCpu);
 }
 
 // Every processor off, sampling at temperature 1.

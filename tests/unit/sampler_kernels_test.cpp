@@ -5,7 +5,9 @@
 // a plain double sum of the weights. The top-p heavy-weight pass gives the same tokens, mass and
 // largest lighter weight in its AVX-512 and portable versions. The row scan (max, all finite) and
 // the first index of a value agree with plain loops in both versions, at every tail length and
-// wherever an inf or NaN sits.
+// wherever an inf or NaN sits. The rejection draw's exp (fma_exp.cpp) gives the bits of a scalar
+// fma evaluation on the running CPU's clone and is as accurate; the group maxima (group_scan.cpp)
+// are those of a plain loop over the documented grouping, at every block tail.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,10 +16,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "certified_top_p.hpp"
 #include "exp_weights.hpp"
+#include "fma_exp.hpp"
+#include "fma_exp_reference.hpp"
+#include "group_scan.hpp"
 #include "row_scan.hpp"
 
 namespace tessera::sampler {
@@ -201,6 +207,69 @@ TEST(SamplerRowScan, BothVersionsAgreeWithPlainLoops) {
     }
   }
   EXPECT_GT(checked, 500);
+}
+
+TEST(SamplerFmaExp, SameBitsAsAScalarFmaEvaluationAndAsAccurate) {
+  std::vector<float> in;
+  for (uint32_t bits = std::bit_cast<uint32_t>(1e-8f); bits <= std::bit_cast<uint32_t>(104.0f);
+       bits += 997) {
+    in.push_back(-std::bit_cast<float>(bits));
+  }
+  in.push_back(0.0f);
+  in.push_back(-std::numeric_limits<float>::infinity());
+  for (const auto [l_max, t] : {std::pair{0.0f, 1.0f}, {3.5f, 0.7f}, {-2.0f, 1.9f}}) {
+    std::vector<float> shifted(in.size()), out(in.size());
+    for (size_t i = 0; i < in.size(); ++i) shifted[i] = in[i] * t + l_max;
+    fma_exp_weights(shifted.data(), static_cast<int64_t>(shifted.size()), l_max, t, out.data());
+    double worst = 0.0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const float expected = sampler_test::reference_fma_exp(shifted[i], l_max, t);
+      ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(expected))
+          << "exp((" << shifted[i] << " - " << l_max << ") / " << t << ") = " << out[i]
+          << ", the scalar fma evaluation gives " << expected;
+      ASSERT_EQ(std::bit_cast<uint32_t>(fma_exp_weight(shifted[i], l_max, t)),
+                std::bit_cast<uint32_t>(expected));
+      const double truth = std::exp(static_cast<double>((shifted[i] - l_max) / t));
+      if (truth >= kSmallestNormal) worst = std::max(worst, std::abs(out[i] - truth) / truth);
+    }
+    EXPECT_LT(worst, kFastExpRelError) << "l_max " << l_max << " T " << t;
+    EXPECT_EQ(out[in.size() - 2], 1.0f);  // the max itself
+    EXPECT_EQ(out[in.size() - 1], 0.0f);  // -inf
+  }
+}
+
+TEST(SamplerGroupScan, GroupMaximaOfThePlainGrouping) {
+  const float inf = std::numeric_limits<float>::infinity();
+  int checked = 0;
+  for (const int n : {1, 7, 15, 16, 17, 255, 256, 257, 300, 511, 512, 1000, 4096, 4111}) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<float>(5.0 * std::sin(0.7 * static_cast<double>(i * i + n)));
+    }
+    const auto groups = static_cast<size_t>(logit_group_count(n));
+    ASSERT_EQ(groups % 16, 0u);
+    for (const int bad_at : {-1, 0, n / 2, n - 1}) {
+      for (const float bad : {inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
+        std::vector<float> row = v;
+        if (bad_at >= 0) row[static_cast<size_t>(bad_at)] = bad;
+        std::vector<float> expected(groups, -inf), got(groups, 123.0f);
+        for (size_t c = 0; c < row.size(); ++c) {
+          float& m = expected[(c / 256) * 16 + c % 16];
+          m = std::max(m, row[c]);
+        }
+        const RowScan scan = scan_row_groups(row, got);
+        ASSERT_EQ(scan.all_finite, bad_at < 0) << "n " << n << " bad at " << bad_at;
+        if (bad_at >= 0) continue;
+        ASSERT_EQ(scan.max, *std::max_element(row.begin(), row.end())) << "n " << n;
+        for (size_t g = 0; g < groups; ++g) {
+          ASSERT_EQ(got[g], expected[g]) << "n " << n << " group " << g;
+        }
+        ++checked;
+        break;  // one clean row per n
+      }
+    }
+  }
+  EXPECT_EQ(checked, 14);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TS_ABI_MAJOR 1
-#define TS_ABI_MINOR 1
+#define TS_ABI_MINOR 2
 #define TS_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
 
 /* ---------------------------------------------------------------- status */
@@ -149,6 +149,22 @@ typedef struct ts_row_scan {
   int32_t argmax;
 } ts_row_scan;
 
+/* ABI 1.2: the columns of a row fall into groups, column c into group
+ *   (c / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES + c % TS_LOGIT_GROUP_LANES,
+ * TS_LOGIT_GROUP_COUNT(vocab) groups in all (the lane of a 16-float vector within a block of 256
+ * columns, so a vectorised max over a block finds all of its groups at once). A group of a last,
+ * partial block may be empty; its max is then -inf. */
+#define TS_LOGIT_GROUP_BLOCK 256
+#define TS_LOGIT_GROUP_LANES 16
+#define TS_LOGIT_GROUP_COUNT(vocab) \
+  ((((int64_t)(vocab) + TS_LOGIT_GROUP_BLOCK - 1) / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES)
+
+/* A row scan with the largest logit of every group (ABI 1.2). */
+typedef struct ts_row_groups {
+  ts_row_scan scan;
+  const float* group_max; /* [TS_LOGIT_GROUP_COUNT(vocab)] */
+} ts_row_groups;
+
 typedef struct ts_sampler_table {
   uint32_t struct_size;
   /* rows are independent; results[i] answers rows[i]. Deterministic for a given row whatever
@@ -160,6 +176,11 @@ typedef struct ts_sampler_table {
    * them; the results must be those sample gives. */
   ts_status (*sample_scanned)(ts_instance* self, const ts_sampler_row* rows,
                               const ts_row_scan* scans, int32_t n_rows, int32_t vocab,
+                              ts_sampler_result* results);
+  /* ABI 1.2, optional (NULL or absent: the host calls sample_scanned or sample). sample, with
+   * groups[i] describing rows[i].logits; the results must be those sample gives. */
+  ts_status (*sample_grouped)(ts_instance* self, const ts_sampler_row* rows,
+                              const ts_row_groups* groups, int32_t n_rows, int32_t vocab,
                               ts_sampler_result* results);
 } ts_sampler_table;
 

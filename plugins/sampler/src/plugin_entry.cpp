@@ -80,10 +80,22 @@ ts_status sample_scanned(ts_instance* self, const ts_sampler_row* rows, const ts
   return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results, scans);
 }
 
+ts_status sample_grouped(ts_instance* self, const ts_sampler_row* rows, const ts_row_groups* groups,
+                         int32_t n_rows, int32_t vocab, ts_sampler_result* results) {
+  if (self == nullptr) {
+    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample_grouped: instance is NULL");
+  }
+  if (groups == nullptr && n_rows > 0) {
+    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample_grouped: groups is NULL");
+  }
+  return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results, nullptr, groups);
+}
+
 constexpr ts_sampler_table kSamplerTable{
     .struct_size = sizeof(ts_sampler_table),
     .sample = &sample,
     .sample_scanned = &sample_scanned,
+    .sample_grouped = &sample_grouped,
 };
 
 constexpr ts_plugin_descriptor kDescriptor{

@@ -6,7 +6,9 @@
 #include "certified_draw.hpp"
 #include "certified_top_p.hpp"
 #include "counter_rng.hpp"
+#include "group_scan.hpp"
 #include "logprobs.hpp"
+#include "rejection_draw.hpp"
 #include "row_scan.hpp"
 
 namespace tessera::sampler {
@@ -46,8 +48,16 @@ int32_t certified_decisions(std::span<const float> logits, float l_max,
   return certified_draw(weights, ws.sums, u, bound);
 }
 
+// Whether the row draws by rejection: a temperature row that nothing truncates.
+bool rejection_row(const ts_sampling_params& params, int32_t vocab, DrawMethod draw) {
+  return draw == DrawMethod::kRejection && params.temperature > 0.0f &&
+         (params.top_k <= 0 || params.top_k >= vocab) && params.top_p >= 1.0f &&
+         params.min_p <= 0.0f;
+}
+
+// raw_groups: the raw row's group maxima (empty when not found: the row's own pass finds them).
 int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
-                         RowWorkspace& ws) {
+                         std::span<const float> raw_groups, DrawMethod draw, RowWorkspace& ws) {
   const ts_sampling_params& params = row.params;
   const double u = counter_uniform(params.seed, row.rng_counter);
   const int32_t vocab = static_cast<int32_t>(raw.size());
@@ -58,6 +68,23 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
     values = sized(ws.values, vocab);
     std::copy(raw.begin(), raw.end(), values.begin());
     apply_penalties(row, values, ws.penalties);
+  }
+  if (rejection_row(params, vocab, draw)) {
+    std::span<const float> logits = raw;
+    std::span<const float> groups = raw_groups;
+    float l_max = raw_max;
+    if (penalised || groups.empty()) {
+      logits = values.empty() ? raw : values;
+      ws.group_max.resize(static_cast<size_t>(logit_group_count(vocab)));
+      l_max = scan_row_groups(logits, ws.group_max).max;
+      groups = ws.group_max;
+    }
+    const int32_t token = rejection_draw(logits, groups, l_max, params.temperature, params.seed,
+                                         row.rng_counter, ws.rejection);
+    if (token >= 0) {
+      return token;
+    }
+    // Every proposal rejected (probability < 1e-28): the inverse-CDF draw below.
   }
   apply_top_k(values, params.top_k, ws.truncation.selection);  // no-op on an empty span
   const std::span<const float> logits = values.empty() ? raw : values;
@@ -87,18 +114,36 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
 
 }  // namespace
 
-RowError sample_row(const ts_sampler_row& row, const ts_row_scan* host_scan, int32_t vocab,
-                    ts_sampler_result& result, RowWorkspace& workspace) {
+RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
+                    DrawMethod draw, ts_sampler_result& result, RowWorkspace& workspace) {
   result.token = -1;
   result.n_top = 0;
   if (RowError e = validate_row_arguments(row, vocab, result); e.failed()) {
     return e;
   }
   const std::span<const float> raw(row.logits, static_cast<size_t>(vocab));
+  const ts_row_scan* host_scan = hints.scan;
   // The host's scan (ABI 1.1) saves this pass over the row; one load checks it is consistent.
   const bool scanned = host_scan != nullptr && host_scan->argmax >= 0 &&
                        host_scan->argmax < vocab && raw[host_scan->argmax] == host_scan->max;
-  const RowScan scan = scanned ? RowScan{host_scan->max, true} : scan_row(raw);
+  const int64_t argmax_group =
+      scanned ? (host_scan->argmax / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES +
+                    host_scan->argmax % TS_LOGIT_GROUP_LANES
+              : 0;
+  std::span<const float> groups;  // the raw row's group maxima, when known
+  if (scanned && hints.group_max != nullptr && hints.group_max[argmax_group] == host_scan->max) {
+    groups = {hints.group_max, static_cast<size_t>(logit_group_count(vocab))};
+  }
+  RowScan scan;
+  if (scanned) {
+    scan = RowScan{host_scan->max, true};
+  } else if (rejection_row(row.params, vocab, draw) && !penalties_active(row.params)) {
+    workspace.group_max.resize(static_cast<size_t>(logit_group_count(vocab)));
+    scan = scan_row_groups(raw, workspace.group_max);  // one pass: the scan and the groups
+    groups = workspace.group_max;
+  } else {
+    scan = scan_row(raw);
+  }
   if (!scan.all_finite) {
     return validate_row_logits(row.logits, vocab);  // names the first bad value
   }
@@ -115,7 +160,7 @@ RowError sample_row(const ts_sampler_row& row, const ts_row_scan* host_scan, int
       token = scanned ? host_scan->argmax : argmax_lowest_id(raw, scan.max);
     }
   } else {
-    token = temperature_draw(row, raw, scan.max, workspace);
+    token = temperature_draw(row, raw, scan.max, groups, draw, workspace);
   }
 
   if (params.logprobs > 0 || params.top_logprobs > 0) {

@@ -2,9 +2,11 @@
 // truncation then a counter-based draw. Pure function of the row (and its seed and counter): the
 // workspace is scratch only.
 //
-// Without top-p (the common case) the weights come from the vectorised exp (exp_weights.hpp) and
-// the draw is certified against libm's (certified_draw.hpp), falling back to the scalar path when
-// it cannot be: the token is the scalar path's in every case. With top-p the scalar path runs.
+// A row without top-k, top-p or min-p draws by rejection (rejection_draw.hpp) unless the option
+// draw = "inverse_cdf" asks for the inverse CDF. The inverse-CDF draw (truncated rows, or that
+// option) takes its weights from the vectorised exp (exp_weights.hpp) and certifies the draw
+// against libm's (certified_draw.hpp, certified_top_p.hpp), falling back to the scalar path when
+// it cannot be: its token is the scalar path's in every case.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,9 @@
 #include "certified_top_p.hpp"
 #include "exp_weights.hpp"
 #include "penalties.hpp"
+#include "rejection_draw.hpp"
 #include "row_validation.hpp"
+#include "sampler_options.hpp"
 #include "tessera/plugin_abi.h"
 #include "truncation.hpp"
 
@@ -21,19 +25,29 @@ namespace tessera::sampler {
 
 // Scratch of one worker thread, reused across rows and calls.
 struct RowWorkspace {
-  std::vector<float> values;   // [vocab] penalised / top-k'd logits, then scalar-path weights
-  std::vector<float> weights;  // [vocab] fast weights
+  std::vector<float> values;     // [vocab] penalised / top-k'd logits, then scalar-path weights
+  std::vector<float> weights;    // [vocab] fast weights
+  std::vector<float> group_max;  // [logit_group_count(vocab)] when the row finds its own
+  RejectionScratch rejection;
   BlockWeights sums;
   TopPScratch top_p;
   PenaltyScratch penalties;
   TruncationScratch truncation;
 };
 
+// What the host already found of the row (both may be null): its ts_row_scan, and its group
+// maxima (ABI 1.2, with a scan). Used in place of the row's own scan when consistent with it
+// (logits[argmax] == max, and that column's group max == max), so a greedy row reads nothing
+// more and a rejection draw only the groups it proposes.
+struct RowHints {
+  const ts_row_scan* scan = nullptr;
+  const float* group_max = nullptr;
+};
+
 // Fills result (token, logprob, n_top and the top arrays). On failure result.token = -1,
 // result.n_top = 0 and the error says why (without the row index).
-// scan (may be null): the host's ts_row_scan of the row; used in place of the row's own scan when
-// consistent with it (logits[argmax] == max), so a greedy row reads nothing more.
-[[nodiscard]] RowError sample_row(const ts_sampler_row& row, const ts_row_scan* scan, int32_t vocab,
-                                  ts_sampler_result& result, RowWorkspace& workspace);
+[[nodiscard]] RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
+                                  DrawMethod draw, ts_sampler_result& result,
+                                  RowWorkspace& workspace);
 
 }  // namespace tessera::sampler

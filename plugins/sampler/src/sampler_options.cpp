@@ -28,9 +28,21 @@ ts_status parse_sampler_options(const char* options_json, SamplerOptions& out) n
                        "sampler options must be a JSON object, got " + json.dump());
     }
     for (const auto& [key, value] : json.items()) {
+      if (key == "draw") {
+        if (value == "rejection") {
+          parsed.draw = DrawMethod::kRejection;
+        } else if (value == "inverse_cdf") {
+          parsed.draw = DrawMethod::kInverseCdf;
+        } else {
+          return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sampler option 'draw' = " + value.dump() +
+                                                        " (must be \"rejection\" or "
+                                                        "\"inverse_cdf\")");
+        }
+        continue;
+      }
       if (key != "threads") {
         return sdk::fail(TS_ERR_INVALID_ARGUMENT,
-                         "unknown sampler option '" + key + "' (known: threads)");
+                         "unknown sampler option '" + key + "' (known: threads, draw)");
       }
       if (!value.is_number_integer()) {
         return sdk::fail(TS_ERR_INVALID_ARGUMENT,

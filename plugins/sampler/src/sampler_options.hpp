@@ -13,10 +13,19 @@ inline constexpr const char* kOptionsSchemaJson =
     R"({"type":"object","properties":{"threads":{"type":"integer","minimum":0,"maximum":256,)"
     R"("default":0,"description":"rows of one batch are sampled by this many threads of the )"
     R"(sampler's own, or 0: by the host's compute threads (the ones its GEMMs use); the )"
-    R"(tokens do not depend on it"}},"additionalProperties":false})";
+    R"(tokens do not depend on it"},"draw":{"type":"string","enum":["rejection","inverse_cdf"],)"
+    R"("default":"rejection","description":"how a row without top_k, top_p or min_p draws its )"
+    R"(token: rejection (an exp per 16 tokens, docs/sampler.md) or inverse_cdf (an exp per )"
+    R"(token, the tokens earlier versions gave for a seed); both are exact draws from the )"
+    R"(softmax"}},"additionalProperties":false})";
+
+// How a row without truncation draws (rejection_draw.hpp); truncated rows always use the inverse
+// CDF of their kept weights.
+enum class DrawMethod { kRejection, kInverseCdf };
 
 struct SamplerOptions {
   int threads = 0;  // 0: the host's parallel_for
+  DrawMethod draw = DrawMethod::kRejection;
 };
 
 // options_json may be NULL or empty (defaults). Unknown keys, wrong types and out-of-range

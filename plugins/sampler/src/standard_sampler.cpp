@@ -9,6 +9,7 @@ namespace tessera::sampler {
 StandardSampler::StandardSampler(const ts_host_api* host, const SamplerOptions& options)
     : host_(host),
       host_threads_(options.threads == 0),
+      draw_(options.draw),
       logger_(host, kPluginName),
       pool_(std::max(1, options.threads)),
       workspaces_(static_cast<size_t>(std::max(1, options.threads))),
@@ -32,27 +33,33 @@ void record_failure(Failures& f, int64_t row, RowError&& error) {
 
 }  // namespace
 
-void StandardSampler::sample_on_own_pool(const ts_sampler_row* rows, const ts_row_scan* scans,
+RowHints StandardSampler::Hints::of(int64_t row) const {
+  if (groups != nullptr) {
+    return {&groups[row].scan, groups[row].group_max};
+  }
+  return {scans != nullptr ? &scans[row] : nullptr, nullptr};
+}
+
+void StandardSampler::sample_on_own_pool(const ts_sampler_row* rows, const Hints& hints,
                                          int32_t n_rows, int32_t vocab,
                                          ts_sampler_result* results) {
   pool_.run(n_rows, [&](int64_t row, int worker) {
-    RowError error = sample_row(rows[row], scans != nullptr ? &scans[row] : nullptr, vocab,
-                                results[row], workspaces_[worker]);
+    RowError error =
+        sample_row(rows[row], hints.of(row), vocab, draw_, results[row], workspaces_[worker]);
     if (error.failed()) {
       record_failure(failures_[worker], row, std::move(error));
     }
   });
 }
 
-void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, const ts_row_scan* scans,
+void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, const Hints& hints,
                                              int32_t n_rows, int32_t vocab,
                                              ts_sampler_result* results) {
   sdk::parallel_for(host_, n_rows, [&](int64_t row) {
     thread_local RowWorkspace workspace;  // each host thread keeps its own scratch
     RowError error;
     try {
-      error = sample_row(rows[row], scans != nullptr ? &scans[row] : nullptr, vocab, results[row],
-                         workspace);
+      error = sample_row(rows[row], hints.of(row), vocab, draw_, results[row], workspace);
     } catch (const std::exception& e) {  // bad_alloc growing the scratch: this row fails
       results[row].token = -1;
       error = RowError{TS_ERR_INTERNAL, std::string("sampling failed: ") + e.what()};
@@ -69,7 +76,8 @@ void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, const t
 }
 
 ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
-                                  ts_sampler_result* results, const ts_row_scan* scans) noexcept {
+                                  ts_sampler_result* results, const ts_row_scan* scans,
+                                  const ts_row_groups* groups) noexcept {
   return sdk::guarded([&]() -> ts_status {
     if (n_rows < 0) {
       return sdk::fail(TS_ERR_INVALID_ARGUMENT,
@@ -90,10 +98,11 @@ ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, in
     for (auto& f : failures_) {
       f = WorkerFailures{};
     }
+    const Hints hints{scans, groups};
     if (host_threads_) {
-      sample_on_host_threads(rows, scans, n_rows, vocab, results);
+      sample_on_host_threads(rows, hints, n_rows, vocab, results);
     } else {
-      sample_on_own_pool(rows, scans, n_rows, vocab, results);
+      sample_on_own_pool(rows, hints, n_rows, vocab, results);
     }
 
     const WorkerFailures* first = nullptr;

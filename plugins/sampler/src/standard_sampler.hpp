@@ -22,12 +22,13 @@ class StandardSampler {
  public:
   StandardSampler(const ts_host_api* host, const SamplerOptions& options);
 
-  // The ts_sampler_table::sample contract (and sample_scanned's with scans: [n_rows] or NULL).
+  // The ts_sampler_table::sample contract (and sample_scanned's with scans: [n_rows] or NULL, and
+  // sample_grouped's with groups: [n_rows] or NULL).
   // Every row is attempted: a row that fails gets token = -1 and the others are still sampled;
   // the status then names the lowest failing row.
   [[nodiscard]] ts_status sample(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
-                                 ts_sampler_result* results,
-                                 const ts_row_scan* scans = nullptr) noexcept;
+                                 ts_sampler_result* results, const ts_row_scan* scans = nullptr,
+                                 const ts_row_groups* groups = nullptr) noexcept;
 
  private:
   // First failure (lowest row) seen by one worker, and how many rows failed there.
@@ -37,14 +38,22 @@ class StandardSampler {
     int64_t count = 0;
   };
 
+  // What the host found of each row: scans or groups (or neither), [n_rows].
+  struct Hints {
+    const ts_row_scan* scans = nullptr;
+    const ts_row_groups* groups = nullptr;
+    [[nodiscard]] RowHints of(int64_t row) const;
+  };
+
   // Runs sample_row for every row; failures are recorded in failures_.
-  void sample_on_host_threads(const ts_sampler_row* rows, const ts_row_scan* scans, int32_t n_rows,
+  void sample_on_host_threads(const ts_sampler_row* rows, const Hints& hints, int32_t n_rows,
                               int32_t vocab, ts_sampler_result* results);
-  void sample_on_own_pool(const ts_sampler_row* rows, const ts_row_scan* scans, int32_t n_rows,
+  void sample_on_own_pool(const ts_sampler_row* rows, const Hints& hints, int32_t n_rows,
                           int32_t vocab, ts_sampler_result* results);
 
   const ts_host_api* host_;
   bool host_threads_;  // option threads = 0
+  DrawMethod draw_;
   sdk::Logger logger_;
   std::mutex call_mutex_;
   RowPool pool_;

@@ -1,0 +1,57 @@
+#include "fma_exp.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
+
+namespace tessera::sampler {
+namespace {
+
+// Cephes expf constants (S. L. Moshier), as in exp_weights.cpp: ln2 = kC1 + kC2, kC1 exact in 9
+// bits, P of degree 5 for e^r = 1 + r + r^2 P(r), |r| <= ln2 / 2.
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kC1 = 0.693359375f;
+constexpr float kC2 = -2.12194440e-4f;
+constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                         4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+constexpr float kRoundShift = 0x1.8p23f;       // x + 1.5 * 2^23 - 1.5 * 2^23 = round(x)
+constexpr float kMinExponent = -87.33654475f;  // ln(2^-126): below, the weight is 0
+
+[[gnu::always_inline]] inline float weight(float in, float l_max, float t) {
+  const float x = (in - l_max) / t;
+  const float xc = std::max(x, kMinExponent);
+  const float shifted = xc * kLog2e + kRoundShift;  // two roundings: never contracted
+  const float k = shifted - kRoundShift;
+  const float r = std::fma(-k, kC2, std::fma(-k, kC1, xc));
+  float p = kP[0];
+  p = std::fma(p, r, kP[1]);
+  p = std::fma(p, r, kP[2]);
+  p = std::fma(p, r, kP[3]);
+  p = std::fma(p, r, kP[4]);
+  p = std::fma(p, r, kP[5]);
+  const float e_r = std::fma(p, r * r, r) + 1.0f;
+  const int32_t k_bits = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRoundShift);
+  const float scale = std::bit_cast<float>(static_cast<uint32_t>(k_bits + 127) << 23);
+  return x < kMinExponent ? 0.0f : e_r * scale;
+}
+
+TS_SAMPLER_CLONES void weights(const float* __restrict in, int64_t n, float l_max, float t,
+                               float* __restrict out) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = weight(in[i], l_max, t);
+  }
+}
+
+}  // namespace
+
+void fma_exp_weights(const float* in, int64_t n, float l_max, float temperature, float* out) {
+  weights(in, n, l_max, temperature, out);
+}
+
+float fma_exp_weight(float in, float l_max, float temperature) {
+  return weight(in, l_max, temperature);
+}
+
+}  // namespace tessera::sampler

@@ -1,0 +1,51 @@
+// The draw of a row without top-k, top-p or min-p: an exact sample of softmax(l / T) that computes
+// an exp for about one token in sixteen instead of for every token (option draw = "rejection",
+// the default; docs/sampler.md "Rejection draw").
+//
+// Rejection sampling (von Neumann 1951) from a piecewise-constant envelope: the row's columns fall
+// into groups of at most 16 (plugin_abi.h TS_LOGIT_GROUP_*); group g of n_g columns whose largest
+// logit is m_g gets the bound U_g = n_g * e(m_g) * (1 + 2^-20) >= S_g = sum of its weights e(l_j)
+// (e = fma_exp_weight, the weight exp((l - l_max) / T); the factor covers e's error, so the bound
+// holds even where e is not monotonic to the last ulp). A proposal draws t uniform in
+// [0, sum_g U_g), finds the group g whose segment holds it and the offset r in [0, U_g), computes
+// the group's n_g weights and returns the first column j whose cumulative weight exceeds r, or
+// rejects when r >= S_g. Each proposal returns j with probability e(l_j) / sum U, so an accepted
+// one is distributed exactly as e(l_j) / sum_k e(l_k); it is accepted with probability
+// sum S / sum U >= 1 / 16 (a group's weights sum to at least its largest), ~1/2 on flat rows.
+// Cost: an exp per group (1 / 16 of the row, from the group maxima the host's vocabulary head
+// found while writing the logits, or one pass of the sampler's own) and 16 per proposal.
+//
+// The tokens differ from the inverse-CDF draw's (draw = "inverse_cdf") for the same seed; both
+// are exact draws from the same distribution. Proposal i uses uniform i of the row's own stream,
+// (seed, rng_counter) (proposal_uniform), so the row's token is still a pure function of its
+// logits, parameters, seed and counter.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tessera::sampler {
+
+inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probability < (15/16)^1024
+
+struct RejectionScratch {
+  std::vector<float> group_weight;   // [groups] e(m_g)
+  std::vector<double> bound;         // [groups] U_g
+  std::vector<double> block_prefix;  // [blocks] sum of U over blocks 0..b
+};
+
+// Proposal i's uniform in [0, 1): draw rng_counter of the request's stream for i = 0, then a
+// SplitMix64 stream keyed by that draw's 64 bits.
+[[nodiscard]] double proposal_uniform(uint64_t seed, uint64_t rng_counter, int proposal);
+
+// logits: [vocab] finite (penalised when penalties apply); group_max: their group maxima
+// (group_scan.hpp); l_max = max of logits; temperature > 0. The token, or -1 when max_proposals
+// proposals were all rejected (the caller then draws another way).
+[[nodiscard]] int32_t rejection_draw(std::span<const float> logits,
+                                     std::span<const float> group_max, float l_max,
+                                     float temperature, uint64_t seed, uint64_t rng_counter,
+                                     RejectionScratch& scratch,
+                                     int max_proposals = kMaxRejectionProposals);
+
+}  // namespace tessera::sampler

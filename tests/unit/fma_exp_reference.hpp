@@ -1,0 +1,31 @@
+// The sampler's rejection-draw weight exp((l - l_max) / T) as docs/sampler.md defines it, written
+// out for the tests (not the plugin's code): Cody-Waite reduction and the Cephes expf polynomial
+// with every product-and-add one correctly rounded std::fma, every other operation rounded alone.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace tessera::sampler_test {
+
+inline float reference_fma_exp(float in, float l_max, float t) {
+  const float x = (in - l_max) / t;
+  const float xc = std::max(x, -87.33654475f);         // ln(2^-126): below, the weight is 0
+  volatile float product = xc * 1.44269504088896341f;  // rounded on its own, never fused
+  const float shifted = product + 0x1.8p23f;
+  const float k = shifted - 0x1.8p23f;  // round(x log2 e)
+  const float r = std::fma(-k, -2.12194440e-4f, std::fma(-k, 0.693359375f, xc));
+  const float c[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  float p = c[0];
+  for (int i = 1; i < 6; ++i) p = std::fma(p, r, c[i]);
+  volatile float r2 = r * r;
+  const float e_r = std::fma(p, r2, r) + 1.0f;
+  const int32_t kb = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(0x1.8p23f);
+  return x < -87.33654475f ? 0.0f
+                           : e_r * std::bit_cast<float>(static_cast<uint32_t>(kb + 127) << 23);
+}
+
+}  // namespace tessera::sampler_test
