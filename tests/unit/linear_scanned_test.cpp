@@ -1,9 +1,11 @@
 // ops::linear_scanned (the vocabulary head): y bit for bit as linear() gives it, and each row's
 // max, lowest argmax and finiteness as a plain loop over y finds them, for fp32 and bf16 weights,
-// 1 and 2 threads, our kernel and the BLAS fallback; and the column scans it is built from, on
-// ties across ranges, NaN, infinities and signed zeros.
+// 1 and 2 threads, our kernel and the BLAS fallback, with and without each row's column-group
+// maxima (plugin_abi.h TS_LOGIT_GROUP_*; against a plain loop); and the column scans it is built
+// from, on ties across ranges, NaN, infinities and signed zeros.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -15,6 +17,7 @@
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "ops/row_scan.hpp"
+#include "tessera/plugin_abi.h"
 
 namespace tessera::ops {
 namespace {
@@ -44,6 +47,19 @@ void expect_scans_of(const std::vector<float>& y, int64_t rows, int64_t cols,
     EXPECT_EQ(got.max, want.max) << "row " << r;
     EXPECT_EQ(got.argmax, want.argmax) << "row " << r << " (max " << want.max << ")";
   }
+}
+
+// [rows, TS_LOGIT_GROUP_COUNT(cols)]: column c of a row in group (c / 256) * 16 + c % 16.
+std::vector<float> plain_group_maxima(const std::vector<float>& y, int64_t rows, int64_t cols) {
+  const int64_t groups = TS_LOGIT_GROUP_COUNT(cols);
+  std::vector<float> m(static_cast<size_t>(rows * groups), -std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      float& g = m[static_cast<size_t>(r * groups + (c / 256) * 16 + c % 16)];
+      g = std::max(g, y[static_cast<size_t>(r * cols + c)]);
+    }
+  }
+  return m;
 }
 
 dsv4::Tensor random_weight(int64_t out, int64_t in, uint32_t seed) {
@@ -153,6 +169,13 @@ TEST_P(LinearScanned, SameYAsLinearAndTheScansOfIt) {
         linear_scanned(x.data(), rows, w, got.data(), scans);
         ASSERT_EQ(got, want) << "linear_scanned changed y";
         expect_scans_of(got, rows, out, scans);
+        // With the column-group maxima: the same y and scans, and the groups of a plain loop.
+        std::vector<float> groups(static_cast<size_t>(rows * TS_LOGIT_GROUP_COUNT(out)), 123.0f);
+        std::fill(got.begin(), got.end(), -7.0f);
+        linear_scanned(x.data(), rows, w, got.data(), scans, groups);
+        ASSERT_EQ(got, want) << "linear_scanned with groups changed y";
+        expect_scans_of(got, rows, out, scans);
+        EXPECT_EQ(groups, plain_group_maxima(want, rows, out));
         if (out > 700) {
           int ties = 0;
           for (int64_t r = 0; r < rows; ++r) {

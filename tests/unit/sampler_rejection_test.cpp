@@ -59,6 +59,13 @@ int32_t reference_rejection(const std::vector<float>& l, float t, uint64_t seed,
       bound[b * 16 + lane] = static_cast<double>(n) *
                              static_cast<double>(reference_fma_exp(gmax[b * 16 + lane], l_max, t)) *
                              (1.0 + 0x1.0p-20);
+      if (gmax[b * 16 + lane] == l_max) {  // a group holding the max: its exact weight
+        double sum = 0.0;
+        for (size_t c = b * 256 + lane; c < std::min(l.size(), (b + 1) * 256); c += 16) {
+          sum += static_cast<double>(reference_fma_exp(l[c], l_max, t));
+        }
+        bound[b * 16 + lane] = sum;
+      }
     }
     const double* u = &bound[b * 16];
     double pair[8];

@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "ops/compute_threads.hpp"
+#include "ops/row_scan.hpp"
 #include "plugins/registry.hpp"
 #include "util/check.hpp"
 
@@ -57,10 +58,37 @@ ts_sampling_params params_for(const Setting& s, uint64_t seed) {
   return p;
 }
 
-// Seconds per sample() call over batches taken in turn from the ring.
-double time_calls(const PluginInstance& sampler, const std::vector<float>& ring, size_t batches,
-                  int rows, int vocab, const Setting& setting, double budget) {
+// Every ring row's scan and column-group maxima, as the vocabulary head hands them over.
+struct RingHints {
+  std::vector<float> group_max;       // [ring rows, TS_LOGIT_GROUP_COUNT(vocab)]
+  std::vector<ts_row_groups> groups;  // [ring rows]
+};
+
+RingHints ring_hints(const std::vector<float>& ring, int vocab) {
+  const int64_t rows = static_cast<int64_t>(ring.size()) / vocab;
+  const int64_t groups = TS_LOGIT_GROUP_COUNT(vocab);
+  RingHints h;
+  h.group_max.resize(static_cast<size_t>(rows * groups));
+  h.groups.resize(static_cast<size_t>(rows));
+  std::vector<ops::RowScan> scans(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    ops::scan_columns(ring.data() + r * vocab, 1, vocab, 0, vocab, scans,
+                      h.group_max.data() + r * groups, groups);
+    h.groups[static_cast<size_t>(r)] = {{scans[0].max, scans[0].argmax},
+                                        h.group_max.data() + r * groups};
+  }
+  return h;
+}
+
+// Seconds per sample() call (sample_grouped() with hints) over batches taken in turn from the
+// ring.
+double time_calls(const PluginInstance& sampler, const std::vector<float>& ring,
+                  const RingHints* hints, size_t batches, int rows, int vocab,
+                  const Setting& setting, double budget) {
   const auto& table = sampler.table<ts_sampler_table>();
+  TS_CHECK(hints == nullptr ||
+               (table.struct_size >= sizeof(ts_sampler_table) && table.sample_grouped != nullptr),
+           "bench sampler: --hints groups needs a sampler with sample_grouped (ABI 1.2)");
   std::vector<ts_sampler_row> row_args(static_cast<size_t>(rows));
   std::vector<ts_sampler_result> results(static_cast<size_t>(rows));
   const std::vector<int32_t> context = {1, 2, 3};
@@ -80,8 +108,12 @@ double time_calls(const PluginInstance& sampler, const std::vector<float>& ring,
       row.rng_counter = static_cast<uint64_t>(calls);
       results[static_cast<size_t>(r)] = {};
     }
+    const size_t first_row = (static_cast<size_t>(calls) % batches) * static_cast<size_t>(rows);
     const ts_status status =
-        table.sample(sampler.get(), row_args.data(), rows, vocab, results.data());
+        hints == nullptr
+            ? table.sample(sampler.get(), row_args.data(), rows, vocab, results.data())
+            : table.sample_grouped(sampler.get(), row_args.data(), hints->groups.data() + first_row,
+                                   rows, vocab, results.data());
     TS_CHECK(status.code == TS_OK, "bench sampler: sample failed: {}",
              status.message != nullptr ? status.message : "(no message)");
     ++calls;
@@ -104,10 +136,11 @@ std::string run_sampler_bench(const SamplerBenchOptions& options) {
       registry.create(plugin, options.sampler_options, ts_device{TS_DEVICE_CPU, 0, nullptr});
   const int threads_before = ops::compute_threads();
   std::string table = fmt::format(
-      "sampler `{}` {}, {} rows per call; hot: the same rows every call (in cache, as after the "
+      "sampler `{}` {}, hints {}, {} rows per call; hot: the same rows every call (in cache, as "
+      "after the "
       "vocabulary head), cold: rows from a 64 MiB ring\n\n| vocab | logit std | setting | threads "
       "| hot µs per call | hot µs per row | cold µs per call |\n|---|---|---|---|---|---|---|\n",
-      options.sampler, options.sampler_options, options.rows);
+      options.sampler, options.sampler_options, options.hints, options.rows);
   for (const int vocab : options.vocab) {
     for (const double spread : options.logit_std) {
       // Enough batches that the ring (>= 64 MiB) does not stay in cache between calls.
@@ -119,12 +152,17 @@ std::string run_sampler_bench(const SamplerBenchOptions& options) {
       for (float& x : ring) {
         x = static_cast<float>(spread * gaussian.next());
       }
+      RingHints hints;
+      if (options.hints == "groups") {
+        hints = ring_hints(ring, vocab);
+      }
+      const RingHints* h = options.hints == "groups" ? &hints : nullptr;
       for (const Setting& setting : kSettings) {
         for (const int threads : options.threads) {
           ops::set_compute_threads(threads);
-          const double hot =
-              time_calls(sampler, ring, 1, options.rows, vocab, setting, options.seconds_per_cell);
-          const double cold = time_calls(sampler, ring, batches, options.rows, vocab, setting,
+          const double hot = time_calls(sampler, ring, h, 1, options.rows, vocab, setting,
+                                        options.seconds_per_cell);
+          const double cold = time_calls(sampler, ring, h, batches, options.rows, vocab, setting,
                                          options.seconds_per_cell);
           table +=
               fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.1f} |\n", vocab, spread,

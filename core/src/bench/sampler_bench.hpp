@@ -3,7 +3,9 @@
 // settings. Logits are Gaussian with a chosen spread: a small spread gives the flat rows of a
 // random-weight model (most of the vocabulary in a top-p nucleus), a large one the peaked rows of
 // a trained model. Timed with the same rows every call (hot: in cache, as right after the
-// vocabulary head wrote them) and with rows from a ring several times the cache (cold).
+// vocabulary head wrote them) and with rows from a ring several times the cache (cold). With
+// hints = "groups" each row comes with its scan and column-group maxima (found before the timing,
+// as the engine's vocabulary head finds them) through sample_grouped, the engine's path.
 #pragma once
 
 #include <string>
@@ -20,6 +22,7 @@ struct SamplerBenchOptions {
   std::vector<double> logit_std = {1.0, 4.0};
   std::vector<int> threads = {1, 2};
   double seconds_per_cell = 0.3;
+  std::string hints = "none";  // none: sample(); groups: sample_grouped() with the rows' groups
 };
 
 // Runs every vocab x spread x setting x threads and returns the markdown table.

@@ -64,6 +64,12 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   sampler->add_option("--seconds", sampler_options->seconds_per_cell, "time per table cell")
       ->capture_default_str();
+  sampler
+      ->add_option("--hints", sampler_options->hints,
+                   "none: sample(); groups: sample_grouped() with each row's scan and column-group "
+                   "maxima, found beforehand as the vocabulary head finds them")
+      ->check(CLI::IsMember({"none", "groups"}))
+      ->capture_default_str();
   sampler->callback(
       [sampler_options] { fmt::print("{}", bench::run_sampler_bench(*sampler_options)); });
 }

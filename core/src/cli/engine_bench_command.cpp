@@ -42,6 +42,9 @@ void add_engine_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--plugin-dir", o->plugin_dir, "extra plugin directory");
+  cmd->add_option("--sampler-options", o->sampler_options,
+                  "the sampler plugin's options as JSON, e.g. '{\"draw\":\"inverse_cdf\"}'")
+      ->capture_default_str();
   cmd->callback([o] {
     const auto rows = engine::run_engine_bench(*o);
     fmt::print("{}", engine::format_engine_bench(*o, rows));

@@ -60,8 +60,9 @@ std::span<const SampledToken> BatchSampler::sample(std::span<Sequence* const> se
     r.top_logprobs = top_logprobs_.data() + top_at;
     top_at += static_cast<size_t>(s.params.top_logprobs);
   }
-  const ts_status status = call_sampler(sampler_, rows_, usable_row_scans(logits, rows, scans_),
-                                        static_cast<int32_t>(logits.vocab), results_.data());
+  gather_row_hints(logits, rows, hints_);
+  const ts_status status =
+      call_sampler(sampler_, rows_, hints_, static_cast<int32_t>(logits.vocab), results_.data());
   last_error_.clear();
   if (status.code != TS_OK) {
     last_error_ = std::string(sampler_.name()) +

@@ -13,6 +13,7 @@
 #include "engine/sequence.hpp"
 #include "model/dsv4_model.hpp"
 #include "plugins/plugin_instance.hpp"
+#include "plugins/sampler_call.hpp"
 
 namespace tessera::engine {
 
@@ -40,7 +41,7 @@ class BatchSampler {
  private:
   const PluginInstance& sampler_;
   std::vector<ts_sampler_row> rows_;
-  std::vector<ts_row_scan> scans_;  // the model's row scans of the rows, when usable
+  RowHints hints_;  // what the model's vocabulary head found of the rows, when usable
   std::vector<ts_sampler_result> results_;
   std::vector<int32_t> top_tokens_;
   std::vector<float> top_logprobs_;

@@ -171,6 +171,7 @@ EngineBenchRow run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const Eng
 std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
   RuntimeOptions ro;
   if (!o.plugin_dir.empty()) ro.plugin_dirs = {o.plugin_dir};
+  ro.sampler_options_json = o.sampler_options;
   ro.memory_gib = o.memory_gib;
   ro.max_context = std::max<int64_t>(4096, o.prompt_tokens + o.output_tokens + 1);
   ro.bf16_activations = o.dtype == "bf16";

@@ -16,6 +16,7 @@ struct EngineBenchOptions {
   std::string model_dir;        // a checkpoint instead of a preset
   std::string tokenizer;        // tokenizer.json for detokenization (optional)
   std::string plugin_dir;
+  std::string sampler_options = "{}";  // [sampler.options] as JSON (A/B of the sampler's draws)
   std::vector<int64_t> concurrency{1, 64};
   int64_t requests = 0;  // per level; 0: max(2 * concurrency, 16)
   // Untimed requests (2 output tokens each) run before each level, all at once: they warm what a

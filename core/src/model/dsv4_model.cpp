@@ -94,7 +94,9 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   logits.values.resize(static_cast<size_t>(R * V));
   if (!comm_) {
     logits.scans.resize(static_cast<size_t>(R));
-    ops::linear_scanned(y.data(), R, weights_.head, logits.values.data(), logits.scans);
+    logits.group_max.resize(static_cast<size_t>(R * TS_LOGIT_GROUP_COUNT(V)));
+    ops::linear_scanned(y.data(), R, weights_.head, logits.values.data(), logits.scans,
+                        logits.group_max);
     return logits;
   }
   // Vocabulary shards: rank r holds rows [r*V/N, (r+1)*V/N) of the head.

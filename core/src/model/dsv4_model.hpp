@@ -31,6 +31,8 @@ struct Logits {
   // [rows] each row's max, argmax and finiteness, found by the vocabulary head as it wrote them
   // (one rank); empty when not (tensor parallel: the rows are gathered from shards).
   std::vector<ops::RowScan> scans;
+  // [rows, TS_LOGIT_GROUP_COUNT(vocab)] each row's column-group maxima, found with scans.
+  std::vector<float> group_max;
   const float* row(int64_t r) const { return values.data() + r * vocab; }
 };
 

@@ -11,6 +11,7 @@
 
 #include "ops/compute_threads.hpp"
 #include "ops/gemm_nt.hpp"
+#include "tessera/plugin_abi.h"
 #include "util/check.hpp"
 
 namespace tessera::ops {
@@ -228,10 +229,15 @@ GemmNtArgs weight_product(const float* x, int64_t rows, int64_t ldx, const dsv4:
 }
 
 void linear_scanned(const float* x, int64_t rows, const dsv4::Tensor& w, float* y,
-                    std::span<RowScan> scans) {
+                    std::span<RowScan> scans, std::span<float> group_max) {
   TS_CHECK(w.shape.size() == 2, "linear: weight must be 2-D, has {} dims", w.shape.size());
   TS_CHECK_EQ(static_cast<int64_t>(scans.size()), rows, "row scans");
   const int64_t out = w.shape[0];
+  const int64_t groups = TS_LOGIT_GROUP_COUNT(out);
+  if (!group_max.empty()) {
+    TS_CHECK_EQ(static_cast<int64_t>(group_max.size()), rows * groups, "row group maxima");
+  }
+  float* const gmax = group_max.empty() ? nullptr : group_max.data();
   const GemmNtArgs args = weight_product(x, rows, w.shape[1], w, y, out);
   // A few rows are scanned afterwards (a decode's 1 x vocab is still in the L2 then, and keeps
   // linear()'s split of W, which streams it best); only many rows' y outgrows the cache.
@@ -239,24 +245,29 @@ void linear_scanned(const float* x, int64_t rows, const dsv4::Tensor& w, float* 
   if (rows < kScanWhileWritingFrom || out == 0 || args.in == 0 || !use_avx512()) {
     linear_args(args);
     if (out > 0) {
-      scan_columns(y, rows, out, 0, out, scans);
+      scan_columns(y, rows, out, 0, out, scans, gmax, groups);
     }
     return;
   }
   // Items of kColumns columns: their y ([rows, kColumns], 64 KiB at 64 rows) is still in the
-  // writing core's L2 when the item scans it, while the item's slice of W streams past.
+  // writing core's L2 when the item scans it, while the item's slice of W streams past. An item is
+  // one block of column groups, so each writes its own groups.
   constexpr int64_t kColumns = 256;
+  static_assert(kColumns == TS_LOGIT_GROUP_BLOCK);
   const int64_t items = (out + kColumns - 1) / kColumns;
   std::vector<RowScan> partial(static_cast<size_t>(items * rows));  // [items, rows]
   struct Ctx {
     const float* y;
     int64_t rows, ldy;
     RowScan* partial;
-  } ctx{y, rows, out, partial.data()};
+    float* group_max;
+    int64_t groups;
+  } ctx{y, rows, out, partial.data(), gmax, groups};
   const AfterRange after{[](void* c, int64_t item, int64_t begin, int64_t end) {
                            const auto& k = *static_cast<Ctx*>(c);
                            scan_columns(k.y, k.rows, k.ldy, begin, end,
-                                        {k.partial + item * k.rows, static_cast<size_t>(k.rows)});
+                                        {k.partial + item * k.rows, static_cast<size_t>(k.rows)},
+                                        k.group_max, k.groups);
                          },
                          &ctx, kColumns};
   linear_avx512(args, after);

@@ -26,9 +26,10 @@ void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y);
 
 // linear(), and scans[r] = the RowScan of row r of y, each column range scanned by the thread that
 // wrote it right after writing it (the vocabulary head: a greedy sampler's answer without a pass
-// over y from memory). Same y as linear(). scans: [rows].
+// over y from memory). Same y as linear(). scans: [rows]; group_max (optional, empty or
+// [rows, TS_LOGIT_GROUP_COUNT(out)]): each row's column-group maxima, found in the same pass.
 void linear_scanned(const float* x, int64_t rows, const dsv4::Tensor& w, float* y,
-                    std::span<RowScan> scans);
+                    std::span<RowScan> scans, std::span<float> group_max = {});
 // y[rows, out] = x[rows, in] . W^T with explicit leading dimensions (for grouped projections):
 // x rows are ldx apart, y rows ldy apart, W is [out, in] with rows ldw apart.
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,

@@ -2,7 +2,9 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 
+#include "tessera/plugin_abi.h"
 #include "tessera/simd_clones.hpp"
 
 namespace tessera::ops {
@@ -18,17 +20,21 @@ constexpr int64_t kLanes = 16;
 constexpr int32_t kAbsMask = 0x7fffffff;
 constexpr int32_t kMaxFiniteBits = 0x7f7fffff;
 
-Floats load(const float* p) {
-  Floats v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+// By reference: a 64-byte vector passed by value to or from the SSE2 clone would warn (-Wpsabi).
+[[gnu::always_inline]] inline void load(Floats& v, const float* p) { std::memcpy(&v, p, sizeof v); }
+
+// Whether each lane holds an inf or a NaN (|x| above the largest finite float).
+[[gnu::always_inline]] inline void mark_non_finite(Ints& bad, const Floats& x) {
+  Ints bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bad |= (bits & kAbsMask) > kMaxFiniteBits;
 }
 
 using Ints8 = int32_t __attribute__((vector_size(32)));
 using Ints4 = int32_t __attribute__((vector_size(16)));
 
 // Whether any lane is set: halves folded with OR (a few shuffles, no per-lane extraction).
-inline bool any_lane(Ints m) {
+[[gnu::always_inline]] inline bool any_lane(const Ints& m) {
   const Ints8 a = __builtin_shufflevector(m, m, 0, 1, 2, 3, 4, 5, 6, 7) |
                   __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15);
   const Ints4 b =
@@ -42,12 +48,14 @@ TS_SIMD_CLONES float max_and_finite(const float* v, int64_t c0, int64_t c1, bool
   int32_t bad = 0;
   int64_t c = c0;
   if (c1 - c0 >= kLanes) {
-    Floats m = load(v + c0);
+    Floats m;
+    load(m, v + c0);
     Ints bad_lanes = {};
     for (; c + kLanes <= c1; c += kLanes) {
-      const Floats x = load(v + c);
+      Floats x;
+      load(x, v + c);
       m = x > m ? x : m;  // MAXPS: a NaN x leaves m, the finiteness test catches it
-      bad_lanes |= (std::bit_cast<Ints>(x) & kAbsMask) > kMaxFiniteBits;
+      mark_non_finite(bad_lanes, x);
     }
     for (int l = 0; l < kLanes; ++l) {
       max = m[l] > max ? m[l] : max;
@@ -62,11 +70,52 @@ TS_SIMD_CLONES float max_and_finite(const float* v, int64_t c0, int64_t c1, bool
   return max;
 }
 
+// max_and_finite, with the max of every column group of v[c0, c1) into g (c0 a multiple of the
+// group block; g[0] is the group of lane 0 of c0's block). A block's 16 vectors are folded lane by
+// lane, and lane l of a block holds exactly group l's columns.
+TS_SIMD_CLONES float group_max_and_finite(const float* v, int64_t c0, int64_t c1, float* g,
+                                          bool* finite) {
+  constexpr int64_t kBlock = TS_LOGIT_GROUP_BLOCK;
+  static_assert(TS_LOGIT_GROUP_LANES == kLanes && kBlock % kLanes == 0);
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  Floats row_max = Floats{} + minus_inf;
+  Ints bad_lanes = {};
+  float max = minus_inf;
+  int32_t bad = 0;
+  for (int64_t b0 = c0; b0 < c1; b0 += kBlock, g += kLanes) {
+    const int64_t b1 = b0 + kBlock < c1 ? b0 + kBlock : c1;
+    Floats m = Floats{} + minus_inf;
+    int64_t c = b0;
+    for (; c + kLanes <= b1; c += kLanes) {
+      Floats x;
+      load(x, v + c);
+      m = x > m ? x : m;  // a NaN x leaves m; the finiteness test catches it
+      mark_non_finite(bad_lanes, x);
+    }
+    std::memcpy(g, &m, sizeof m);
+    for (; c < b1; ++c) {  // a partial block's last columns, each into its lane's group
+      float& gm = g[c % kLanes];
+      gm = v[c] > gm ? v[c] : gm;
+      max = v[c] > max ? v[c] : max;
+      bad |= static_cast<int32_t>((std::bit_cast<int32_t>(v[c]) & kAbsMask) > kMaxFiniteBits);
+    }
+    row_max = m > row_max ? m : row_max;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    max = row_max[l] > max ? row_max[l] : max;
+    bad |= bad_lanes[l];
+  }
+  *finite = bad == 0;
+  return max;
+}
+
 // The first c in [c0, c1) with v[c] == value (-0 == +0); -1 if none.
 TS_SIMD_CLONES int64_t first_equal(const float* v, int64_t c0, int64_t c1, float value) {
   int64_t c = c0;
   for (; c + kLanes <= c1; c += kLanes) {
-    if (any_lane(load(v + c) == value)) {
+    Floats x;
+    load(x, v + c);
+    if (any_lane(x == value)) {
       break;  // the lane is found by the scalar loop below
     }
   }
@@ -81,14 +130,19 @@ TS_SIMD_CLONES int64_t first_equal(const float* v, int64_t c0, int64_t c1, float
 }  // namespace
 
 void scan_columns(const float* y, int64_t rows, int64_t ldy, int64_t c0, int64_t c1,
-                  std::span<RowScan> scans) {
+                  std::span<RowScan> scans, float* group_max, int64_t ld_group) {
   for (int64_t r = 0; r < rows; ++r) {
     // Two passes over columns still in this core's cache: the max with the finiteness test, then
     // the first column equal to it.
     const float* v = y + r * ldy;
     RowScan& s = scans[static_cast<size_t>(r)];
     bool finite = false;
-    s.max = max_and_finite(v, c0, c1, &finite);
+    s.max = group_max == nullptr
+                ? max_and_finite(v, c0, c1, &finite)
+                : group_max_and_finite(
+                      v, c0, c1,
+                      group_max + r * ld_group + c0 / TS_LOGIT_GROUP_BLOCK * TS_LOGIT_GROUP_LANES,
+                      &finite);
     s.finite = finite;
     s.argmax = finite ? static_cast<int32_t>(first_equal(v, c0, c1, s.max)) : -1;
   }

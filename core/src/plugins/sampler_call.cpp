@@ -4,34 +4,44 @@
 
 namespace tessera {
 
-std::span<const ts_row_scan> usable_row_scans(const dsv4::Logits& logits,
-                                              std::span<const int64_t> rows,
-                                              std::vector<ts_row_scan>& store) {
+void gather_row_hints(const dsv4::Logits& logits, std::span<const int64_t> rows, RowHints& hints) {
+  hints.scans.clear();
+  hints.groups.clear();
   if (logits.scans.empty()) {
-    return {};
+    return;
   }
-  store.resize(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const ops::RowScan& s = logits.scans[static_cast<size_t>(rows[i])];
+  for (const int64_t row : rows) {
+    const ops::RowScan& s = logits.scans[static_cast<size_t>(row)];
     if (!s.finite) {
-      return {};  // the plugin's own scan names the bad value
+      hints.scans.clear();  // the plugin's own scan names the bad value
+      return;
     }
-    store[i] = {s.max, s.argmax};
+    hints.scans.push_back({s.max, s.argmax});
   }
-  return store;
+  const int64_t groups = TS_LOGIT_GROUP_COUNT(logits.vocab);
+  const auto n_rows = static_cast<int64_t>(logits.values.size()) / logits.vocab;
+  if (static_cast<int64_t>(logits.group_max.size()) != n_rows * groups) {
+    return;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    hints.groups.push_back({hints.scans[i], logits.group_max.data() + rows[i] * groups});
+  }
 }
 
 ts_status call_sampler(const PluginInstance& sampler, std::span<const ts_sampler_row> rows,
-                       std::span<const ts_row_scan> scans, int32_t vocab,
-                       ts_sampler_result* results) {
+                       const RowHints& hints, int32_t vocab, ts_sampler_result* results) {
   const auto& table = sampler.table<ts_sampler_table>();
-  // sample_scanned is ABI 1.1: a 1.0 plugin's table ends before it.
-  const bool has_slot = table.struct_size >= offsetof(ts_sampler_table, sample_scanned) +
-                                                 sizeof(table.sample_scanned) &&
-                        table.sample_scanned != nullptr;
   const auto n = static_cast<int32_t>(rows.size());
-  if (has_slot && !scans.empty()) {
-    return table.sample_scanned(sampler.get(), rows.data(), scans.data(), n, vocab, results);
+  // sample_scanned is ABI 1.1 and sample_grouped 1.2: older plugins' tables end before them.
+  // A slot is read only once struct_size shows the plugin's table has it.
+  const auto reaches = [&](size_t offset) { return table.struct_size >= offset + sizeof(void*); };
+  if (!hints.groups.empty() && reaches(offsetof(ts_sampler_table, sample_grouped)) &&
+      table.sample_grouped != nullptr) {
+    return table.sample_grouped(sampler.get(), rows.data(), hints.groups.data(), n, vocab, results);
+  }
+  if (!hints.scans.empty() && reaches(offsetof(ts_sampler_table, sample_scanned)) &&
+      table.sample_scanned != nullptr) {
+    return table.sample_scanned(sampler.get(), rows.data(), hints.scans.data(), n, vocab, results);
   }
   return table.sample(sampler.get(), rows.data(), n, vocab, results);
 }

@@ -1,7 +1,8 @@
 // One sampler-plugin call for the host's callers (the engine's BatchSampler, `tessera generate`):
-// the rows with the model's row scans through the ABI 1.1 slot sample_scanned when the plugin has
-// it and every row's scan is usable, otherwise sample. The one place that knows the slot is
-// optional.
+// the rows with what the model's vocabulary head found of them — through the ABI 1.2 slot
+// sample_grouped (row scans and column-group maxima) or the 1.1 slot sample_scanned (row scans)
+// when the plugin has it and every row's hints are usable, otherwise sample. The one place that
+// knows those slots are optional.
 #pragma once
 
 #include <cstdint>
@@ -13,16 +14,20 @@
 
 namespace tessera {
 
-// The row scans of `rows` (logits row indices) from the forward, kept in `store`, when it made
-// them (Logits::scans) and every such row is finite; empty otherwise.
-std::span<const ts_row_scan> usable_row_scans(const dsv4::Logits& logits,
-                                              std::span<const int64_t> rows,
-                                              std::vector<ts_row_scan>& store);
+// The forward's findings for the rows to sample, in the ABI's shapes; empty when it made none.
+struct RowHints {
+  std::vector<ts_row_scan> scans;     // [rows]
+  std::vector<ts_row_groups> groups;  // [rows], pointing into the Logits' group_max
+};
 
-// sample_scanned(rows, scans) when scans is non-empty ([rows.size()]) and the plugin's table has
-// the slot; sample(rows) otherwise.
+// Fills `hints` for `rows` (logits row indices) from Logits::scans and ::group_max when the
+// forward made them and every such row is finite; clears them otherwise.
+void gather_row_hints(const dsv4::Logits& logits, std::span<const int64_t> rows, RowHints& hints);
+
+// sample_grouped(rows, groups) when hints.groups is non-empty and the plugin's table has the slot;
+// else sample_scanned(rows, scans) when hints.scans is and the table has that slot; else
+// sample(rows).
 ts_status call_sampler(const PluginInstance& sampler, std::span<const ts_sampler_row> rows,
-                       std::span<const ts_row_scan> scans, int32_t vocab,
-                       ts_sampler_result* results);
+                       const RowHints& hints, int32_t vocab, ts_sampler_result* results);
 
 }  // namespace tessera

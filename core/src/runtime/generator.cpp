@@ -45,7 +45,7 @@ GenerateResult generate(Runtime& runtime, const tokenizer::Tokenizer& tokenizer,
   generation::RepetitionGuard guard(request.repetition,
                                     [&tokenizer](int32_t id) { return tokenizer.token_bytes(id); });
   const auto& sampler = runtime.sampler();
-  std::vector<ts_row_scan> scan;
+  RowHints hints;
 
   auto start = std::chrono::steady_clock::now();
   dsv4::ForwardBatch prefill;
@@ -66,8 +66,8 @@ GenerateResult generate(Runtime& runtime, const tokenizer::Tokenizer& tokenizer,
     row.rng_counter = static_cast<uint64_t>(step);
     ts_sampler_result out{};
     const int64_t first_row = 0;
-    sampler.check(call_sampler(sampler, {&row, 1}, usable_row_scans(logits, {&first_row, 1}, scan),
-                               static_cast<int32_t>(logits.vocab), &out),
+    gather_row_hints(logits, {&first_row, 1}, hints);
+    sampler.check(call_sampler(sampler, {&row, 1}, hints, static_cast<int32_t>(logits.vocab), &out),
                   "sample");
     const int32_t token = out.token;
     if (std::find(stops.begin(), stops.end(), token) != stops.end()) {

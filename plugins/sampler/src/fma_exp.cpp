@@ -39,6 +39,12 @@ constexpr float kMinExponent = -87.33654475f;  // ln(2^-126): below, the weight 
 
 TS_SAMPLER_CLONES void weights(const float* __restrict in, int64_t n, float l_max, float t,
                                float* __restrict out) {
+  if (t == 1.0f) {  // x / 1 == x exactly: the constant drops the division, same bits
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = weight(in[i], l_max, 1.0f);
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     out[i] = weight(in[i], l_max, t);
   }

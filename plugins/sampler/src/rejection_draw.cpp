@@ -5,6 +5,8 @@
 #include "counter_rng.hpp"
 #include "fma_exp.hpp"
 #include "group_scan.hpp"
+#include "row_scan.hpp"
+#include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
 namespace tessera::sampler {
 namespace {
@@ -21,33 +23,92 @@ int64_t group_size(int64_t lane, int64_t columns) {
   return columns > lane ? (columns - lane + kLanes - 1) / kLanes : 0;
 }
 
+// The weights of group `lane` of block b (columns b * kBlock + lane + k * kLanes) into w, their
+// count returned.
+int64_t group_weights(std::span<const float> logits, int64_t b, int64_t lane, float l_max,
+                      float temperature, float* w) {
+  const auto vocab = static_cast<int64_t>(logits.size());
+  float x[kFullGroup];
+  int64_t n = 0;
+  for (int64_t c = b * kBlock + lane; c < vocab && n < kFullGroup; c += kLanes) {
+    x[n++] = logits[static_cast<size_t>(c)];
+  }
+  fma_exp_weights(x, n, l_max, temperature, w);
+  return n;
+}
+
+// The sum of a group's weights in column order: the bound of a group holding the row's max, and
+// what a proposal's offset is compared with (the same sum, so such a group accepts every time).
+double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, float l_max,
+                        float temperature) {
+  float w[kFullGroup];
+  const int64_t n = group_weights(logits, b, lane, l_max, temperature, w);
+  double sum = 0.0;
+  for (int64_t k = 0; k < n; ++k) {
+    sum += static_cast<double>(w[k]);
+  }
+  return sum;
+}
+
+// A block's 16 bounds summed as a fixed tree: the same sum on every CPU, no chain of 16 adds.
+[[gnu::always_inline]] inline double tree_sum(const double* v) {
+  return (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) +
+         (((v[8] + v[9]) + (v[10] + v[11])) + ((v[12] + v[13]) + (v[14] + v[15])));
+}
+
+// u[g] = e[g] * factor for the groups of full blocks (16 e (1 + 2^-20), exactly as n_g e slack:
+// scaling by 16 is exact), and each block's sum as a fixed tree of its 16 bounds.
+TS_SAMPLER_CLONES void full_block_bounds(const float* e, int64_t blocks, double factor, double* u,
+                                         double* block_sum) {
+  for (int64_t g = 0; g < blocks * kLanes; ++g) {
+    u[g] = static_cast<double>(e[g]) * factor;
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    block_sum[b] = tree_sum(u + b * kLanes);
+  }
+}
+
 // Fills the bounds and the block prefix sums; returns sum U.
-double envelope(int64_t vocab, std::span<const float> group_max, float l_max, float temperature,
-                RejectionScratch& s) {
+double envelope(std::span<const float> logits, std::span<const float> group_max, float l_max,
+                float temperature, RejectionScratch& s) {
+  const auto vocab = static_cast<int64_t>(logits.size());
   const int64_t groups = logit_group_count(vocab);
   const int64_t blocks = groups / kLanes;
+  const int64_t full_blocks = vocab / kBlock;
   s.group_weight.resize(static_cast<size_t>(groups));
   s.bound.resize(static_cast<size_t>(groups));
   s.block_prefix.resize(static_cast<size_t>(blocks));
   fma_exp_weights(group_max.data(), groups, l_max, temperature, s.group_weight.data());
+  double* u = s.bound.data();
+  double* sums = s.block_prefix.data();  // block sums first, prefix sums below
+  full_block_bounds(s.group_weight.data(), full_blocks, static_cast<double>(kFullGroup) * kSlack, u,
+                    sums);
+  if (full_blocks < blocks) {  // the partial last block
+    const int64_t columns = vocab - full_blocks * kBlock;
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const int64_t g = full_blocks * kLanes + l;
+      u[g] = static_cast<double>(group_size(l, columns)) * static_cast<double>(s.group_weight[g]) *
+             kSlack;
+    }
+    sums[full_blocks] = tree_sum(u + full_blocks * kLanes);
+  }
+  // A group holding the row's max gets its exact weight instead of its bound, so a peaked row
+  // (most of the mass in one token) accepts its proposals instead of rejecting ~15 in 16.
+  for (int64_t from = 0; from < groups;) {
+    const int32_t at = first_index_of(group_max.subspan(static_cast<size_t>(from)), l_max);
+    if (at < 0) {
+      break;
+    }
+    const int64_t g = from + at;
+    const int64_t b = g / kLanes;
+    u[g] = group_weight_sum(logits, b, g % kLanes, l_max, temperature);
+    sums[b] = tree_sum(u + b * kLanes);
+    from = g + 1;
+  }
   double total = 0.0;
   for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t columns = std::min(kBlock, vocab - b * kBlock);
-    double* u = s.bound.data() + b * kLanes;
-    const float* e = s.group_weight.data() + b * kLanes;
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const int64_t n = columns == kBlock ? kFullGroup : group_size(l, columns);
-      u[l] = static_cast<double>(n) * static_cast<double>(e[l]) * kSlack;
-    }
-    // A fixed tree: the same sum on every CPU, and no chain of 16 dependent adds.
-    double pair[kLanes / 2];
-    for (int64_t l = 0; l < kLanes / 2; ++l) {
-      pair[l] = u[2 * l] + u[2 * l + 1];
-    }
-    const double block =
-        ((pair[0] + pair[1]) + (pair[2] + pair[3])) + ((pair[4] + pair[5]) + (pair[6] + pair[7]));
-    total += block;
-    s.block_prefix[static_cast<size_t>(b)] = total;
+    total += sums[b];
+    sums[b] = total;
   }
   return total;
 }
@@ -66,8 +127,7 @@ double proposal_uniform(uint64_t seed, uint64_t rng_counter, int proposal) {
 int32_t rejection_draw(std::span<const float> logits, std::span<const float> group_max, float l_max,
                        float temperature, uint64_t seed, uint64_t rng_counter,
                        RejectionScratch& scratch, int max_proposals) {
-  const auto vocab = static_cast<int64_t>(logits.size());
-  const double total = envelope(vocab, group_max, l_max, temperature, scratch);
+  const double total = envelope(logits, group_max, l_max, temperature, scratch);
   const std::vector<double>& prefix = scratch.block_prefix;
   for (int proposal = 0; proposal < max_proposals; ++proposal) {
     const double t = proposal_uniform(seed, rng_counter, proposal) * total;
@@ -86,14 +146,9 @@ int32_t rejection_draw(std::span<const float> logits, std::span<const float> gro
       continue;  // rounding: r is past the block's last bound
     }
     // The group's columns, lane + k * kLanes of the block, and their weights.
-    const int64_t first = b * kBlock + lane;
-    float x[kFullGroup];
     float w[kFullGroup];
-    int64_t n = 0;
-    for (int64_t c = first; c < vocab && n < kFullGroup; c += kLanes) {
-      x[n++] = logits[static_cast<size_t>(c)];
-    }
-    fma_exp_weights(x, n, l_max, temperature, w);
+    const int64_t n = group_weights(logits, b, lane, l_max, temperature, w);
+    const int64_t first = b * kBlock + lane;
     double cumulative = 0.0;
     for (int64_t k = 0; k < n; ++k) {
       cumulative += static_cast<double>(w[k]);

@@ -6,7 +6,8 @@
 // into groups of at most 16 (plugin_abi.h TS_LOGIT_GROUP_*); group g of n_g columns whose largest
 // logit is m_g gets the bound U_g = n_g * e(m_g) * (1 + 2^-20) >= S_g = sum of its weights e(l_j)
 // (e = fma_exp_weight, the weight exp((l - l_max) / T); the factor covers e's error, so the bound
-// holds even where e is not monotonic to the last ulp). A proposal draws t uniform in
+// holds even where e is not monotonic to the last ulp); a group holding the row's max gets
+// U_g = S_g exactly, so a peaked row accepts at once. A proposal draws t uniform in
 // [0, sum_g U_g), finds the group g whose segment holds it and the offset r in [0, U_g), computes
 // the group's n_g weights and returns the first column j whose cumulative weight exceeds r, or
 // rejects when r >= S_g. Each proposal returns j with probability e(l_j) / sum U, so an accepted
