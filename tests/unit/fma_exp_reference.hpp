@@ -20,7 +20,9 @@ inline float reference_fma_exp(float in, float l_max, float t) {
   const float c[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                       4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
   float p = c[0];
-  for (int i = 1; i < 6; ++i) p = std::fma(p, r, c[i]);
+  for (int i = 1; i < 6; ++i) {
+    p = std::fma(p, r, c[i]);
+  }
   volatile float r2 = r * r;
   const float e_r = std::fma(p, r2, r) + 1.0f;
   const int32_t kb = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(0x1.8p23f);

@@ -55,7 +55,9 @@ int32_t reference_rejection(const std::vector<float>& l, float t, uint64_t seed,
   for (size_t b = 0; b < blocks; ++b) {
     for (size_t lane = 0; lane < 16; ++lane) {
       size_t n = 0;
-      for (size_t c = b * 256 + lane; c < std::min(l.size(), (b + 1) * 256); c += 16) ++n;
+      for (size_t c = b * 256 + lane; c < std::min(l.size(), (b + 1) * 256); c += 16) {
+        ++n;
+      }
       bound[b * 16 + lane] = static_cast<double>(n) *
                              static_cast<double>(reference_fma_exp(gmax[b * 16 + lane], l_max, t)) *
                              (1.0 + 0x1.0p-20);
@@ -69,7 +71,9 @@ int32_t reference_rejection(const std::vector<float>& l, float t, uint64_t seed,
     }
     const double* u = &bound[b * 16];
     double pair[8];
-    for (int i = 0; i < 8; ++i) pair[i] = u[2 * i] + u[2 * i + 1];
+    for (size_t i = 0; i < 8; ++i) {
+      pair[i] = u[2 * i] + u[2 * i + 1];
+    }
     total +=
         ((pair[0] + pair[1]) + (pair[2] + pair[3])) + ((pair[4] + pair[5]) + (pair[6] + pair[7]));
     prefix[b] = total;
@@ -77,16 +81,26 @@ int32_t reference_rejection(const std::vector<float>& l, float t, uint64_t seed,
   for (int i = 0; i < 1024; ++i) {
     const double target = proposal_uniform(seed, counter, i) * total;
     size_t b = 0;
-    while (b < blocks && prefix[b] <= target) ++b;
-    if (b == blocks) continue;
+    while (b < blocks && prefix[b] <= target) {
+      ++b;
+    }
+    if (b == blocks) {
+      continue;
+    }
     double r = b == 0 ? target : target - prefix[b - 1];
     size_t lane = 0;
-    while (lane < 16 && r >= bound[b * 16 + lane]) r -= bound[b * 16 + lane++];
-    if (lane == 16) continue;
+    while (lane < 16 && r >= bound[b * 16 + lane]) {
+      r -= bound[b * 16 + lane++];
+    }
+    if (lane == 16) {
+      continue;
+    }
     double cumulative = 0.0;
     for (size_t c = b * 256 + lane; c < l.size() && c < (b + 1) * 256; c += 16) {
       cumulative += static_cast<double>(reference_fma_exp(l[c], l_max, t));
-      if (r < cumulative) return static_cast<int32_t>(c);
+      if (r < cumulative) {
+        return static_cast<int32_t>(c);
+      }
     }
   }
   ADD_FAILURE() << "1024 proposals rejected";
@@ -96,7 +110,9 @@ int32_t reference_rejection(const std::vector<float>& l, float t, uint64_t seed,
 std::vector<float> gaussian_row(std::mt19937_64& rng, size_t vocab, float std_dev) {
   std::normal_distribution<float> normal(0.0f, std_dev);
   std::vector<float> l(vocab);
-  for (float& x : l) x = normal(rng);
+  for (float& x : l) {
+    x = normal(rng);
+  }
   return l;
 }
 
@@ -109,7 +125,10 @@ TEST(SamplerRejection, SameTokensAsTheDocumentedDefinition) {
     for (const float std_dev : {0.3f, 1.0f, 4.0f}) {
       std::vector<std::vector<float>> logits;
       std::vector<ts_sampler_row> rows;
-      for (int i = 0; i < 40; ++i) logits.push_back(gaussian_row(rng, vocab, std_dev));
+      logits.reserve(40);
+      for (int i = 0; i < 40; ++i) {
+        logits.push_back(gaussian_row(rng, vocab, std_dev));
+      }
       for (int i = 0; i < 40; ++i) {
         ts_sampling_params p = plain_params(rng());
         p.temperature = i % 3 == 0 ? 0.6f : (i % 3 == 1 ? 1.0f : 1.4f);
@@ -127,7 +146,9 @@ TEST(SamplerRejection, SameTokensAsTheDocumentedDefinition) {
         std::vector<float> l = logits[i];
         if (p.repetition_penalty != 1.0f) {
           const auto penalised = reference_penalised(l, p, prompt, output);
-          for (size_t c = 0; c < l.size(); ++c) l[c] = static_cast<float>(penalised[c]);
+          for (size_t c = 0; c < l.size(); ++c) {
+            l[c] = static_cast<float>(penalised[c]);
+          }
         }
         ASSERT_EQ(results[i].token,
                   reference_rejection(l, p.temperature, p.seed, rows[i].rng_counter))
@@ -183,11 +204,15 @@ TEST(SamplerRejection, HostGroupMaximaGiveTheTokensSampleGives) {
   const int32_t vocab = 4000;
   std::vector<std::vector<float>> logits, groups, wrong;
   std::vector<ts_sampler_row> rows;
-  for (int i = 0; i < 64; ++i) logits.push_back(gaussian_row(rng, vocab, 2.0f));
+  for (int i = 0; i < 64; ++i) {
+    logits.push_back(gaussian_row(rng, vocab, 2.0f));
+  }
   for (int i = 0; i < 64; ++i) {
     ts_sampling_params p = plain_params(100 + i);
     p.temperature = i % 4 == 0 ? 0.0f : 0.9f;
-    if (i % 5 == 1) p.top_p = 0.9f;
+    if (i % 5 == 1) {
+      p.top_p = 0.9f;
+    }
     rows.push_back(make_row(logits[i], p, i));
     groups.push_back(group_maxima(logits[i]));
     // Maxima that contradict the row at its argmax's group (and would move every proposal).

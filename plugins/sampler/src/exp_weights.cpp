@@ -6,33 +6,18 @@
 #include <cstring>
 #include <limits>
 
+#include "exp_constants.hpp"
 #include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
 namespace tessera::sampler {
 namespace {
 
-// e^x = 2^n e^r with n = round(x log2 e), r = x - n ln2 (|r| <= ln2 / 2), in fp32 throughout
-// (16 lanes per AVX-512 instruction instead of the 8 a double evaluation gets). Constants from the
-// Cephes math library's expf (S. L. Moshier): ln2 split as C1 + C2 with C1 = 0.693359375 exactly
-// (9 bits), so n C1 is exact for the |n| <= 126 used here and x - n C1 loses nothing (Cody &
-// Waite); e^r = 1 + r + r^2 P(r), P of degree 5 (theoretical peak error 4.2e-9 on the interval).
-// The AVX2 / AVX-512 clones contract the polynomial and the reduction into FMAs (plugins/sampler/
-// CMakeLists.txt), the SSE2 clone rounds every step; both were measured against a double-precision
-// exp on every float exponent in [-104, 0] (exp_weights.hpp), and
-// tests/unit/sampler_kernels_test.cpp checks the bound on the running CPU's clone.
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kC1 = 0.693359375f;
-constexpr float kC2 = -2.12194440e-4f;
-constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                         4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-// Adding 1.5 * 2^23 rounds a float of magnitude < 2^22 to the nearest integer, which then sits in
-// the low mantissa bits (round-to-nearest mode, the default).
-constexpr float kRoundShift = 0x1.8p23f;
-// Below ln(2^-126) the weight is under the smallest normal float: it becomes 0, an error the
-// absolute term kWeightAbsError covers. The clamp keeps 2^n normal and turns -inf (removed
-// tokens) into a finite exponent before the select zeroes it.
-constexpr float kMinExponent = -87.33654475f;
-
+// exp_constants.hpp has the method and its constants. The AVX2 / AVX-512 clones contract the
+// polynomial and the reduction into FMAs (plugins/sampler/CMakeLists.txt), the SSE2 clone rounds
+// every step; both were measured against a double-precision exp on every float exponent in
+// [-104, 0] (exp_weights.hpp), and tests/unit/sampler_kernels_test.cpp checks the bound on the
+// running CPU's clone. Below kMinExponent the weight becomes 0, an error the absolute term
+// kWeightAbsError covers.
 // out[i] = exp((in[i] - l_max) / t) for i < n.
 [[gnu::always_inline]] inline void exp_block(const float* __restrict in, float* __restrict out,
                                              int64_t n, float l_max, float t) {

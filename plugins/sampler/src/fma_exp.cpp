@@ -4,21 +4,13 @@
 #include <bit>
 #include <cmath>
 
+#include "exp_constants.hpp"
 #include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
 namespace tessera::sampler {
 namespace {
 
-// Cephes expf constants (S. L. Moshier), as in exp_weights.cpp: ln2 = kC1 + kC2, kC1 exact in 9
-// bits, P of degree 5 for e^r = 1 + r + r^2 P(r), |r| <= ln2 / 2.
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kC1 = 0.693359375f;
-constexpr float kC2 = -2.12194440e-4f;
-constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                         4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-constexpr float kRoundShift = 0x1.8p23f;       // x + 1.5 * 2^23 - 1.5 * 2^23 = round(x)
-constexpr float kMinExponent = -87.33654475f;  // ln(2^-126): below, the weight is 0
-
+// The Cephes expf method and constants of exp_weights.cpp (exp_constants.hpp), fmas explicit.
 [[gnu::always_inline]] inline float weight(float in, float l_max, float t) {
   const float x = (in - l_max) / t;
   const float xc = std::max(x, kMinExponent);

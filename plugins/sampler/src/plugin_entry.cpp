@@ -1,5 +1,7 @@
 // The plugin's single exported entry: descriptor, options check, create/destroy and the sampler
 // function table.
+#include <string>
+
 #include "sampler_options.hpp"
 #include "standard_sampler.hpp"
 #include "tessera/plugin_abi.h"
@@ -61,34 +63,35 @@ ts_status create(const ts_host_api* host, const char* options_json, ts_device de
 
 void destroy(ts_instance* instance) { sdk::destroy_instance<StandardSampler>(instance); }
 
+// The three entry points differ only in the hints they pass: scans (ABI 1.1), groups (1.2) or none.
+ts_status sample_with(const char* entry, ts_instance* self, const ts_sampler_row* rows,
+                      int32_t n_rows, int32_t vocab, ts_sampler_result* results,
+                      const ts_row_scan* scans, const ts_row_groups* groups,
+                      const char* required_hints) {
+  if (self == nullptr) {
+    return sdk::fail(TS_ERR_INVALID_ARGUMENT, std::string(entry) + ": instance is NULL");
+  }
+  if (required_hints != nullptr && scans == nullptr && groups == nullptr && n_rows > 0) {
+    return sdk::fail(TS_ERR_INVALID_ARGUMENT,
+                     std::string(entry) + ": " + required_hints + " is NULL");
+  }
+  return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results, scans, groups);
+}
+
 ts_status sample(ts_instance* self, const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
                  ts_sampler_result* results) {
-  if (self == nullptr) {
-    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample: instance is NULL");
-  }
-  return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results);
+  return sample_with("sample", self, rows, n_rows, vocab, results, nullptr, nullptr, nullptr);
 }
 
 ts_status sample_scanned(ts_instance* self, const ts_sampler_row* rows, const ts_row_scan* scans,
                          int32_t n_rows, int32_t vocab, ts_sampler_result* results) {
-  if (self == nullptr) {
-    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample_scanned: instance is NULL");
-  }
-  if (scans == nullptr && n_rows > 0) {
-    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample_scanned: scans is NULL");
-  }
-  return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results, scans);
+  return sample_with("sample_scanned", self, rows, n_rows, vocab, results, scans, nullptr, "scans");
 }
 
 ts_status sample_grouped(ts_instance* self, const ts_sampler_row* rows, const ts_row_groups* groups,
                          int32_t n_rows, int32_t vocab, ts_sampler_result* results) {
-  if (self == nullptr) {
-    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample_grouped: instance is NULL");
-  }
-  if (groups == nullptr && n_rows > 0) {
-    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sample_grouped: groups is NULL");
-  }
-  return sdk::self<StandardSampler>(self).sample(rows, n_rows, vocab, results, nullptr, groups);
+  return sample_with("sample_grouped", self, rows, n_rows, vocab, results, nullptr, groups,
+                     "groups");
 }
 
 constexpr ts_sampler_table kSamplerTable{
