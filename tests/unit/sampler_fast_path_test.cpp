@@ -28,19 +28,6 @@
 namespace tessera::sampler_test {
 namespace {
 
-// docs/sampler.md "Randomness": draw c of stream s is mix64(state0 + (c + 1) gamma) >> 11 * 2^-53,
-// state0 = mix64(s + gamma), mix64 = SplitMix64's finaliser.
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-double reference_uniform(uint64_t seed, uint64_t counter) {
-  constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ULL;
-  const uint64_t state0 = mix64(seed + kGamma);
-  return static_cast<double>(mix64(state0 + (counter + 1) * kGamma) >> 11) * 0x1.0p-53;
-}
-
 // The scalar path on penalty-free logits: top-k by the k-th largest value (ties kept), weights
 // expf((l - max) / T) in float, top-p as "walking the weights from the largest down, the first
 // whose cumulative mass reaches top_p * total is the boundary; w < boundary drops" (by a full

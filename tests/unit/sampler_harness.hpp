@@ -33,6 +33,22 @@ inline const LoadedPlugin& standard_plugin() {
   return plugin;
 }
 
+// docs/sampler.md "Randomness", written out for the tests: draw c of stream s is
+// mix64(state0 + (c + 1) gamma) >> 11 * 2^-53, state0 = mix64(s + gamma), mix64 = SplitMix64's
+// finaliser.
+inline constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ULL;
+inline uint64_t reference_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+inline uint64_t reference_draw_bits(uint64_t seed, uint64_t counter) {
+  return reference_mix64(reference_mix64(seed + kGamma) + (counter + 1) * kGamma);
+}
+inline double reference_uniform(uint64_t seed, uint64_t counter) {
+  return static_cast<double>(reference_draw_bits(seed, counter) >> 11) * 0x1.0p-53;
+}
+
 // draw: the option "draw" ("rejection", the default, or "inverse_cdf").
 inline PluginInstance make_sampler(int threads, const std::string& draw = "rejection") {
   return registry().create(

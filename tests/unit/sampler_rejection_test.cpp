@@ -20,18 +20,10 @@
 namespace tessera::sampler_test {
 namespace {
 
-constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ULL;
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 // Proposal i's uniform: draw `counter` of the seed's stream, then a stream keyed by its bits.
 double proposal_uniform(uint64_t seed, uint64_t counter, int i) {
-  const uint64_t bits = mix64(mix64(seed + kGamma) + (counter + 1) * kGamma);
-  const uint64_t u = i == 0 ? bits : mix64(bits + static_cast<uint64_t>(i) * kGamma);
+  const uint64_t bits = reference_draw_bits(seed, counter);
+  const uint64_t u = i == 0 ? bits : reference_mix64(bits + static_cast<uint64_t>(i) * kGamma);
   return static_cast<double>(u >> 11) * 0x1.0p-53;
 }
 

@@ -42,39 +42,12 @@ using Ints4 = int32_t __attribute__((vector_size(16)));
   return (b[0] | b[1] | b[2] | b[3]) != 0;
 }
 
-// The max of v[c0, c1) (NaN-free when *finite), and whether every value is finite.
-TS_SIMD_CLONES float max_and_finite(const float* v, int64_t c0, int64_t c1, bool* finite) {
-  float max = v[c0];
-  int32_t bad = 0;
-  int64_t c = c0;
-  if (c1 - c0 >= kLanes) {
-    Floats m;
-    load(m, v + c0);
-    Ints bad_lanes = {};
-    for (; c + kLanes <= c1; c += kLanes) {
-      Floats x;
-      load(x, v + c);
-      m = x > m ? x : m;  // MAXPS: a NaN x leaves m, the finiteness test catches it
-      mark_non_finite(bad_lanes, x);
-    }
-    for (int l = 0; l < kLanes; ++l) {
-      max = m[l] > max ? m[l] : max;
-      bad |= bad_lanes[l];
-    }
-  }
-  for (; c < c1; ++c) {
-    max = v[c] > max ? v[c] : max;
-    bad |= static_cast<int32_t>((std::bit_cast<int32_t>(v[c]) & kAbsMask) > kMaxFiniteBits);
-  }
-  *finite = bad == 0;
-  return max;
-}
-
-// max_and_finite, with the max of every column group of v[c0, c1) into g (c0 a multiple of the
-// group block; g[0] is the group of lane 0 of c0's block). A block's 16 vectors are folded lane by
-// lane, and lane l of a block holds exactly group l's columns.
-TS_SIMD_CLONES float group_max_and_finite(const float* v, int64_t c0, int64_t c1, float* g,
-                                          bool* finite) {
+// The max of v[c0, c1) (NaN-free when *finite) and whether every value is finite; with g (c0 then
+// a multiple of the group block), also the max of every column group of those columns into g
+// (g[0] is the group of lane 0 of c0's block). A block's 16 vectors are folded lane by lane, and
+// lane l of a block holds exactly group l's columns.
+TS_SIMD_CLONES float max_and_finite(const float* v, int64_t c0, int64_t c1, float* g,
+                                    bool* finite) {
   constexpr int64_t kBlock = TS_LOGIT_GROUP_BLOCK;
   static_assert(TS_LOGIT_GROUP_LANES == kLanes && kBlock % kLanes == 0);
   const float minus_inf = -std::numeric_limits<float>::infinity();
@@ -82,7 +55,7 @@ TS_SIMD_CLONES float group_max_and_finite(const float* v, int64_t c0, int64_t c1
   Ints bad_lanes = {};
   float max = minus_inf;
   int32_t bad = 0;
-  for (int64_t b0 = c0; b0 < c1; b0 += kBlock, g += kLanes) {
+  for (int64_t b0 = c0; b0 < c1; b0 += kBlock) {
     const int64_t b1 = b0 + kBlock < c1 ? b0 + kBlock : c1;
     Floats m = Floats{} + minus_inf;
     int64_t c = b0;
@@ -92,14 +65,21 @@ TS_SIMD_CLONES float group_max_and_finite(const float* v, int64_t c0, int64_t c1
       m = x > m ? x : m;  // a NaN x leaves m; the finiteness test catches it
       mark_non_finite(bad_lanes, x);
     }
-    std::memcpy(g, &m, sizeof m);
+    if (g != nullptr) {
+      std::memcpy(g, &m, sizeof m);
+    }
     for (; c < b1; ++c) {  // a partial block's last columns, each into its lane's group
-      float& gm = g[c % kLanes];
-      gm = v[c] > gm ? v[c] : gm;
+      if (g != nullptr) {
+        float& gm = g[c % kLanes];
+        gm = v[c] > gm ? v[c] : gm;
+      }
       max = v[c] > max ? v[c] : max;
       bad |= static_cast<int32_t>((std::bit_cast<int32_t>(v[c]) & kAbsMask) > kMaxFiniteBits);
     }
     row_max = m > row_max ? m : row_max;
+    if (g != nullptr) {
+      g += kLanes;
+    }
   }
   for (int l = 0; l < kLanes; ++l) {
     max = row_max[l] > max ? row_max[l] : max;
@@ -137,12 +117,10 @@ void scan_columns(const float* y, int64_t rows, int64_t ldy, int64_t c0, int64_t
     const float* v = y + r * ldy;
     RowScan& s = scans[static_cast<size_t>(r)];
     bool finite = false;
-    s.max = group_max == nullptr
-                ? max_and_finite(v, c0, c1, &finite)
-                : group_max_and_finite(
-                      v, c0, c1,
-                      group_max + r * ld_group + c0 / TS_LOGIT_GROUP_BLOCK * TS_LOGIT_GROUP_LANES,
-                      &finite);
+    float* g = group_max == nullptr
+                   ? nullptr
+                   : group_max + r * ld_group + c0 / TS_LOGIT_GROUP_BLOCK * TS_LOGIT_GROUP_LANES;
+    s.max = max_and_finite(v, c0, c1, g, &finite);
     s.finite = finite;
     s.argmax = finite ? static_cast<int32_t>(first_equal(v, c0, c1, s.max)) : -1;
   }

@@ -16,6 +16,11 @@ namespace tessera::sampler {
   return TS_LOGIT_GROUP_COUNT(vocab);
 }
 
+// The group of column c (plugin_abi.h).
+[[nodiscard]] constexpr int64_t logit_group_of(int64_t c) {
+  return (c / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES + c % TS_LOGIT_GROUP_LANES;
+}
+
 // group_max: [logit_group_count(logits.size())], overwritten (-inf for an empty group). max and
 // the group maxima mean nothing when a value is not finite.
 RowScan scan_row_groups(std::span<const float> logits, std::span<float> group_max);

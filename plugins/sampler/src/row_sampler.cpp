@@ -126,12 +126,9 @@ RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vo
   // The host's scan (ABI 1.1) saves this pass over the row; one load checks it is consistent.
   const bool scanned = host_scan != nullptr && host_scan->argmax >= 0 &&
                        host_scan->argmax < vocab && raw[host_scan->argmax] == host_scan->max;
-  const int64_t argmax_group =
-      scanned ? (host_scan->argmax / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES +
-                    host_scan->argmax % TS_LOGIT_GROUP_LANES
-              : 0;
   std::span<const float> groups;  // the raw row's group maxima, when known
-  if (scanned && hints.group_max != nullptr && hints.group_max[argmax_group] == host_scan->max) {
+  if (scanned && hints.group_max != nullptr &&
+      hints.group_max[logit_group_of(host_scan->argmax)] == host_scan->max) {
     groups = {hints.group_max, static_cast<size_t>(logit_group_count(vocab))};
   }
   RowScan scan;
