@@ -89,28 +89,38 @@ TEST_F(GemmTest, AvxKernelIsBatchInvariant) {
   if (!gemm_nt_avx512_available()) {
     GTEST_SKIP() << "this CPU has no AVX-512; OpenBLAS runs instead";
   }
-  constexpr int64_t kRows = 67, kOut = 203, kIn = 517;  // every tail: rows, columns, K % 16
-  const auto x = random_values(kRows * kIn, 11);
-  const auto w = random_values(kOut * kIn, 12);
-  auto run = [&](const float* xs, int64_t rows, int threads) {
-    set_compute_threads(threads);
-    std::vector<float> y(static_cast<size_t>(rows * kOut));
-    linear_strided(xs, rows, kIn, kIn, w.data(), kOut, kIn, y.data(), kOut);
-    return y;
+  struct Shape {
+    int64_t out, in;
   };
-  const auto batch = run(x.data(), kRows, 1);
-  EXPECT_EQ(run(x.data(), kRows, 2), batch) << "thread split changed bits";
-  for (int64_t m = 0; m < kRows; ++m) {
-    const auto alone = run(x.data() + m * kIn, 1, 2);
-    for (int64_t n = 0; n < kOut; ++n) {
-      ASSERT_EQ(alone[n], batch[m * kOut + n]) << "row " << m << " alone vs in a batch, col " << n;
+  // Every tail (rows, columns, K % 16); and a W of few columns, whose rows of x are shared out
+  // among the threads instead of its columns (the hyper-connection mix, 24 x 2048).
+  for (const Shape shape : {Shape{203, 517}, Shape{24, 2048}, Shape{17, 100}}) {
+    const int64_t kRows = 67, kOut = shape.out, kIn = shape.in;
+    SCOPED_TRACE(::testing::Message() << kOut << " x " << kIn);
+    const auto x = random_values(kRows * kIn, 11);
+    const auto w = random_values(kOut * kIn, 12);
+    auto run = [&](const float* xs, int64_t rows, int threads) {
+      set_compute_threads(threads);
+      std::vector<float> y(static_cast<size_t>(rows * kOut));
+      linear_strided(xs, rows, kIn, kIn, w.data(), kOut, kIn, y.data(), kOut);
+      return y;
+    };
+    const auto batch = run(x.data(), kRows, 1);
+    EXPECT_EQ(run(x.data(), kRows, 2), batch) << "thread split changed bits";
+    EXPECT_EQ(run(x.data(), kRows, 3), batch) << "thread split changed bits";
+    for (int64_t m = 0; m < kRows; ++m) {
+      const auto alone = run(x.data() + m * kIn, 1, 2);
+      for (int64_t n = 0; n < kOut; ++n) {
+        ASSERT_EQ(alone[n], batch[m * kOut + n])
+            << "row " << m << " alone vs in a batch, col " << n;
+      }
     }
-  }
-  // The same row among other neighbours (a suffix of the batch) and at another block position.
-  const auto suffix = run(x.data() + 5 * kIn, kRows - 5, 2);
-  for (int64_t m = 5; m < kRows; ++m) {
-    for (int64_t n = 0; n < kOut; ++n) {
-      ASSERT_EQ(suffix[(m - 5) * kOut + n], batch[m * kOut + n]) << "row " << m << " col " << n;
+    // The same row among other neighbours (a suffix of the batch) and at another block position.
+    const auto suffix = run(x.data() + 5 * kIn, kRows - 5, 2);
+    for (int64_t m = 5; m < kRows; ++m) {
+      for (int64_t n = 0; n < kOut; ++n) {
+        ASSERT_EQ(suffix[(m - 5) * kOut + n], batch[m * kOut + n]) << "row " << m << " col " << n;
+      }
     }
   }
 }

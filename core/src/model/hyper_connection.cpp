@@ -12,16 +12,15 @@ namespace tessera::dsv4 {
 
 namespace {
 
-// Per-token loops below run over compute_threads() in chunks of this many tokens; each token's
-// arithmetic is the same on any thread, so the results are too.
-constexpr int64_t kTokensPerChunk = 8;
+// Per-token loops below run over compute_threads() in chunks of at least this many tokens
+// (ops::for_each_row_chunk); each token's arithmetic is the same on any thread and in any chunk,
+// so the results are too. The batched Sinkhorn vectorises over a chunk's tokens: a 64-sequence
+// step's 72 tokens in 4 chunks instead of 9 of 8 took hc_pre's per-token part 27 -> 14 us.
+constexpr int64_t kMinTokensPerChunk = 8;
 
 template <typename F>
 void for_each_token_chunk(int64_t tokens, const F& body) {  // body(first, last)
-  const int64_t chunks = (tokens + kTokensPerChunk - 1) / kTokensPerChunk;
-  ops::parallel_for(chunks, ops::compute_threads(), [&](int64_t c) {
-    body(c * kTokensPerChunk, std::min(tokens, (c + 1) * kTokensPerChunk));
-  });
+  ops::for_each_row_chunk(tokens, kMinTokensPerChunk, body);
 }
 
 // x[D] = sum_k pre[k] * stream_k   (the layer input read from the n streams of one token)

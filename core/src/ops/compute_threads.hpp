@@ -14,6 +14,7 @@
 //   thread, so a loop shared over experts runs each expert's GEMMs on one thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tessera::ops {
@@ -56,6 +57,25 @@ template <typename F>
 void parallel_for(int64_t items, int threads, const F& f) {
   parallel_for(items, threads,
                ItemFn{[](const void* ctx, int64_t i) { (*static_cast<const F*>(ctx))(i); }, &f});
+}
+
+// Runs body(first, last) over [0, rows) in contiguous chunks of at least min_rows rows, at most
+// two per thread (fewer, larger chunks vectorise better than many small ones: the batched
+// Sinkhorn over a chunk's tokens; two per thread let a late helper take less). For per-row work
+// whose result must not depend on the split: each row is computed alone, on any thread.
+template <typename F>
+void for_each_row_chunk(int64_t rows, int64_t min_rows, const F& body) {
+  if (rows <= 0) {
+    return;
+  }
+  constexpr int64_t kChunksPerThread = 2;
+  const int threads = compute_threads();
+  const int64_t most = std::max<int64_t>(1, threads * kChunksPerThread);
+  const int64_t chunks = std::clamp<int64_t>(rows / std::max<int64_t>(min_rows, 1), 1, most);
+  const int64_t per_chunk = (rows + chunks - 1) / chunks;
+  parallel_for(chunks, threads, [&](int64_t c) {
+    body(std::min(rows, c * per_chunk), std::min(rows, (c + 1) * per_chunk));
+  });
 }
 
 // A non-owning call: run(ctx).

@@ -133,6 +133,33 @@ struct AfterRange {
   int64_t columns = 0;  // item width (a multiple of 4), when call is set
 };
 
+// The kernel's rows per register block (gemm_nt_blocks.hpp: kRows).
+constexpr int64_t kRowsPerBlock = 6;
+
+// A W of fewer than two chunks per thread (the hyper-connection mix: 24 x 2048 in two) is
+// shared by rows of x, whole blocks of them: each thread reads its rows once and all of the small
+// W, instead of every column range reading all of x (and a 16 + 8-column split giving one thread
+// twice the other's work). Any split of rows gives the same bits (gemm_nt.hpp).
+void split_rows(const GemmNtArgs& a, int threads) {
+  const int64_t blocks = (a.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  parallel_for(threads, threads, [&](int64_t i) {
+    const int64_t r0 = std::min(a.rows, blocks * i / threads * kRowsPerBlock);
+    const int64_t r1 = std::min(a.rows, blocks * (i + 1) / threads * kRowsPerBlock);
+    if (r0 == r1) {
+      return;
+    }
+    GemmNtArgs part = a;
+    part.rows = r1 - r0;
+    if (part.x_bf16 != nullptr) {
+      part.x_bf16 += r0 * a.ldx;
+    } else {
+      part.x += r0 * a.ldx;
+    }
+    part.y += r0 * a.ldy;
+    gemm_nt_avx512(part, 0, a.out);
+  });
+}
+
 // Our kernel over compute_threads() threads.
 void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
   // Rows of x a multiple of 4 KiB apart (a head group's slice of [T, H * Dh]) all fall into the
@@ -147,8 +174,8 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
   }
   // Shared out in items of whole W chunks, two or more chunks per item where there are enough,
   // so each thread's kernel call can prefetch its next chunk while computing one. A W of fewer
-  // chunks than threads (few, long rows: the hyper-connection mix, 24 x 2048) is split by 4-row
-  // blocks instead.
+  // chunks than two per thread is shared by rows of x where there are enough of them
+  // (split_rows), else by 4-column blocks.
   const int threads = compute_threads();
   if (after.call != nullptr) {
     const int64_t items = (a.out + after.columns - 1) / after.columns;
@@ -160,7 +187,12 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
     return;
   }
   int64_t unit = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
-  if ((a.out + unit - 1) / unit < threads) {
+  const int64_t chunks = (a.out + unit - 1) / unit;
+  if (chunks < threads * kItemsPerThread && threads > 1 && a.rows >= threads * kRowsPerBlock) {
+    split_rows(a, threads);
+    return;
+  }
+  if (chunks < threads) {
     unit = 4;
   }
   const int64_t units = (a.out + unit - 1) / unit;
