@@ -3,10 +3,12 @@
 // The tree is built for the baseline x86-64 ISA (SSE2) so one binary runs everywhere; a function
 // marked TS_SIMD_CLONES is also compiled for AVX2 and for AVX-512F, and the dynamic loader binds
 // the best one this CPU has (GCC target_clones, an ifunc). Only loops the compiler can vectorise
-// gain. The clones name ISA extensions, not an -march level: FMA is not among them, so no product
-// is contracted into an FMA and every clone computes the same bits as the SSE2 one (the compiler
-// never reorders float additions on its own); and ordinary helpers still inline into them (GCC
-// does not inline across different -march settings).
+// gain. The AVX-512F clone has FMA instructions, and GCC's C++ default (-ffp-contract=fast, even
+// with -std=c++20) contracts a product and a sum into one there, so an AVX-512 CPU's results may
+// differ in the last bits from an AVX2 or SSE2 one's (this tree's clones: hc pre/post mix, rms
+// scale, the reference attention's weighted sum). Where the bits must be the same on every CPU,
+// compile the file with -ffp-contract=off (the sampler's rejection-draw exp). Ordinary helpers
+// still inline into the clones (GCC does not inline across different -march settings).
 // Elsewhere (other compilers, other architectures) it expands to nothing.
 #pragma once
 
