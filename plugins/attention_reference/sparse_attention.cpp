@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "reference_kernels.hpp"
+#include "sparse_attention_avx512.hpp"
 #include "tessera/simd_clones.hpp"
 
 namespace tessera::reference {
@@ -29,11 +30,11 @@ namespace {
   return dot;
 }
 
-}  // namespace
-
-TS_SIMD_CLONES void attend_with_sink(const float* q, int32_t n_heads, int32_t dim,
-                                     const float* const* rows, int64_t n_rows, float scale,
-                                     const float* sink, float* out) {
+// The plain loops, for CPUs without AVX-512 (its clone is the one attend_with_sink_avx512 writes
+// out with intrinsics).
+TS_SIMD_CLONES void attend_with_sink_plain(const float* q, int32_t n_heads, int32_t dim,
+                                           const float* const* rows, int64_t n_rows, float scale,
+                                           const float* sink, float* out) {
   std::vector<double> logit(static_cast<size_t>(n_rows));
   std::vector<double> qd(static_cast<size_t>(dim));   // [dim] the head's query in double
   std::vector<double> acc(static_cast<size_t>(dim));  // [dim] weighted sum of the rows
@@ -64,6 +65,17 @@ TS_SIMD_CLONES void attend_with_sink(const float* q, int32_t n_heads, int32_t di
     for (int32_t c = 0; c < dim; ++c) {
       oh[c] = static_cast<float>(acc[c] / denom);
     }
+  }
+}
+
+}  // namespace
+
+void attend_with_sink(const float* q, int32_t n_heads, int32_t dim, const float* const* rows,
+                      int64_t n_rows, float scale, const float* sink, float* out) {
+  if (attend_avx512_available()) {
+    attend_with_sink_avx512(q, n_heads, dim, rows, n_rows, scale, sink, out);
+  } else {
+    attend_with_sink_plain(q, n_heads, dim, rows, n_rows, scale, sink, out);
   }
 }
 

@@ -7,5 +7,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/../../plugins/attention_mma/sources.cmake)
 set(TESSERA_CUDA_TEST_CASE_SOURCES
   ${TESSERA_CUDA_TEST_DIR}/attention_case.cpp
   ${TESSERA_REFERENCE_DIR}/lightning_indexer.cpp
-  ${TESSERA_REFERENCE_DIR}/sparse_attention.cpp)
+  ${TESSERA_REFERENCE_DIR}/sparse_attention.cpp
+  ${TESSERA_REFERENCE_DIR}/sparse_attention_avx512.cpp)
+# The AVX-512 kernel's operations are the ones its definition lists (no contraction of its tails).
+set_source_files_properties(${TESSERA_REFERENCE_DIR}/sparse_attention_avx512.cpp PROPERTIES
+  COMPILE_OPTIONS -ffp-contract=off)
 set(TESSERA_CUDA_TEST_INCLUDES ${TESSERA_CUDA_TEST_DIR} ${TESSERA_REFERENCE_DIR} ${TESSERA_MMA_DIR})
