@@ -53,7 +53,7 @@ std::vector<std::vector<float>> run_steps(int tp) {
       last[s] =
           static_cast<int32_t>((std::max_element(row, row + logits.vocab) - row + step) % 512);
     }
-    steps.push_back(logits.values);
+    steps.emplace_back(logits.values.begin(), logits.values.end());
   }
   return steps;
 }

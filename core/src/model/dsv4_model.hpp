@@ -21,13 +21,14 @@
 #include "ops/rope.hpp"
 #include "ops/row_scan.hpp"
 #include "plugins/plugin_instance.hpp"
+#include "util/uninitialized_vector.hpp"
 
 namespace tessera::dsv4 {
 
 struct Logits {
   int64_t vocab = 0;
-  std::vector<float> values;        // [rows, vocab]
-  std::vector<int64_t> chunk_rows;  // first logits row of each chunk
+  UninitializedVector<float> values;  // [rows, vocab], every value written by forward()
+  std::vector<int64_t> chunk_rows;    // first logits row of each chunk
   // [rows] each row's max, argmax and finiteness, found by the vocabulary head as it wrote them
   // (one rank); empty when not (tensor parallel: the rows are gathered from shards).
   std::vector<ops::RowScan> scans;
