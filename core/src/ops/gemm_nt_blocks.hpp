@@ -59,10 +59,8 @@ struct NextChunk {
   // Decode (one pass over W): into L1, since each line is used once and soon. The bf16-activation
   // kernel, which takes a whole line of each W row per step, streamed 1 x 16384 x 512 from memory
   // in 623-655 -> 427-493 us on one thread, 282-310 -> 186-224 on two (3 interleaved runs of
-  // tessera bench gemm); the fp32 kernels' rows moved within the noise. A few rows' 32 KiB chunk
-  // (an expert's ~16 rows of a 64-sequence step) also goes into the L1: 16 x 512 x 256 with W from
-  // memory on two threads 23.6-24.9 -> 17.7-19.1 us, 16 x 128 x 256 6.8-7.8 -> 5.6-5.8 (into L2).
-  // Otherwise into L2, where a 128 KiB chunk stays for the passes of x.
+  // tessera bench gemm); the fp32 kernels' rows moved within the noise. Otherwise into L2, where
+  // the chunk stays for the passes of x.
   bool into_l1 = false;
 };
 
@@ -135,18 +133,13 @@ TS_AVX512 inline void store_block(const BlockSums& sums, float* y, int64_t ldy, 
   }
 }
 
-// Products of at most this many rows take W in 32 KiB chunks (cols_per_chunk_for), which fit the
-// L1 beside their x, so the next chunk is prefetched into the L1 (NextChunk::into_l1); larger
-// chunks stay in the L2.
-inline constexpr int64_t kRowsOfSmallChunks = 32;
-
 // Loop tiling (per thread): a chunk of W (cols_per_chunk rows of W) stays in L1/L2 while every
 // 6-row slice of x meets all of it; x itself is taken rows_per_chunk rows at a time (~256 KiB,
 // L2). Results are written a row segment at a time, never 4 KiB-strided columns. With many rows
 // a chunk is ~128 KiB (L2, reused by many passes); with few it is ~32 KiB, so the next chunk's
 // prefetch (NextChunk) starts early and the first, unprefetched one costs little.
 inline int64_t cols_per_chunk_for(int64_t rows, int64_t K) {
-  const int64_t budget = int64_t{1024} * (rows > kRowsOfSmallChunks ? 128 : 32);
+  const int64_t budget = int64_t{1024} * (rows > 32 ? 128 : 32);
   const int64_t cols = budget / (K * static_cast<int64_t>(sizeof(float)));
   return std::clamp<int64_t>(cols / kBlock * kBlock, kBlock, 1024);
 }
@@ -179,7 +172,6 @@ inline NextChunk next_chunk_for(const GemmNtArgs& a, const W* w, int64_t n0, int
     next.ldw = a.ldw * w_bytes;
     next.phase = pass;
     next.period = passes;
-    next.into_l1 = a.rows <= kRowsOfSmallChunks;
   }
   return next;
 }
