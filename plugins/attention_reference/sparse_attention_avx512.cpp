@@ -77,11 +77,11 @@ TS_ATTN_AVX512 inline void weighted_block(const double* e, const float* const* r
   for (int64_t j = 0; j < n_rows; ++j) {
     const __m512d w = _mm512_set1_pd(e[j]);
     const float* row = rows[j] + c0;
-    for (int32_t i = 0; i < kBlockVectors; ++i) {
+    for (int64_t i = 0; i < kBlockVectors; ++i) {
       sum[i] = _mm512_fmadd_pd(w, widen(row + i * kLanes), sum[i]);
     }
   }
-  for (int32_t i = 0; i < kBlockVectors; ++i) {
+  for (int64_t i = 0; i < kBlockVectors; ++i) {
     _mm512_storeu_pd(acc + c0 + i * kLanes, sum[i]);
   }
 }

@@ -8,9 +8,9 @@
 // scale or softmax shows everywhere.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -58,7 +58,7 @@ std::vector<float> definition(const std::vector<float>& q, int32_t heads, int32_
       for (int64_t j = 0; j < n; ++j) {
         acc = std::fma(s[j], static_cast<double>(rows[j][c]), acc);
       }
-      out[static_cast<size_t>(h * dim + c)] = static_cast<float>(acc / denom);
+      out[static_cast<size_t>(h) * dim + c] = static_cast<float>(acc / denom);
     }
   }
   return out;
@@ -75,7 +75,7 @@ double max_error_vs_long_double(const std::vector<float>& got, const std::vector
     for (size_t j = 0; j < rows.size(); ++j) {
       long double dot = 0;
       for (int32_t c = 0; c < dim; ++c) {
-        dot += static_cast<long double>(q[static_cast<size_t>(h * dim + c)]) * rows[j][c];
+        dot += static_cast<long double>(q[static_cast<size_t>(h) * dim + c]) * rows[j][c];
       }
       s[j] = dot * scale;
       m = std::max(m, s[j]);
@@ -91,7 +91,7 @@ double max_error_vs_long_double(const std::vector<float>& got, const std::vector
         acc += s[j] * rows[j][c];
       }
       const double want = static_cast<double>(acc / denom);
-      const double err = std::abs(want - got[static_cast<size_t>(h * dim + c)]);
+      const double err = std::abs(want - got[static_cast<size_t>(h) * dim + c]);
       worst = std::max(worst, err / std::max(1e-3, std::abs(want)));
     }
   }
@@ -112,17 +112,21 @@ TEST(ReferenceAttentionKernel, Avx512KernelComputesItsDefinitionBitForBit) {
       const int32_t heads = 3;
       std::vector<float> q(static_cast<size_t>(heads * dim)), kv(static_cast<size_t>(n * dim)),
           sink(static_cast<size_t>(heads));
-      for (auto& v : q) v = normal(rng);
-      for (auto& v : kv) v = normal(rng);
-      for (auto& v : sink) v = normal(rng);
+      for (auto* values : {&q, &kv, &sink}) {
+        for (auto& v : *values) {
+          v = normal(rng);
+        }
+      }
       std::vector<const float*> rows;
-      for (int64_t j = 0; j < n; ++j) rows.push_back(kv.data() + (j * 7 % n) * dim);
+      for (int64_t j = 0; j < n; ++j) {
+        rows.push_back(kv.data() + (j * 7 % n) * dim);
+      }
       const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
       std::vector<float> got(q.size());
       attend_with_sink_avx512(q.data(), heads, dim, rows.data(), n, scale, sink.data(), got.data());
       const std::vector<float> want = definition(q, heads, dim, rows, scale, sink);
       for (size_t i = 0; i < got.size(); ++i) {
-        ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
             << "dim " << dim << ", " << n << " rows, output " << i << ": " << got[i] << " vs "
             << want[i];
       }
