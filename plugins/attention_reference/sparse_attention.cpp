@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "reference_kernels.hpp"
+#include "sink_softmax.hpp"
 #include "sparse_attention_avx512.hpp"
 #include "tessera/simd_clones.hpp"
 
@@ -43,16 +44,10 @@ TS_SIMD_CLONES void attend_with_sink_plain(const float* q, int32_t n_heads, int3
     for (int32_t c = 0; c < dim; ++c) {
       qd[c] = qh[c];
     }
-    double max_logit = sink[h];  // the sink joins the softmax denominator (no value vector)
     for (int64_t j = 0; j < n_rows; ++j) {
       logit[j] = dot_double(qd.data(), rows[j], dim) * scale;
-      max_logit = std::max(max_logit, logit[j]);
     }
-    double denom = std::exp(static_cast<double>(sink[h]) - max_logit);
-    for (int64_t j = 0; j < n_rows; ++j) {
-      logit[j] = std::exp(logit[j] - max_logit);
-      denom += logit[j];
-    }
+    const double denom = sink_softmax(logit.data(), n_rows, sink[h]);
     std::fill(acc.begin(), acc.end(), 0.0);
     for (int64_t j = 0; j < n_rows; ++j) {
       const double w = logit[j];

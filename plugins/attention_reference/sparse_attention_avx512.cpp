@@ -23,6 +23,8 @@
 #include <cmath>
 #include <vector>
 
+#include "sink_softmax.hpp"
+
 namespace tessera::reference {
 
 namespace {
@@ -113,16 +115,10 @@ TS_ATTN_AVX512 void attend_with_sink_avx512(const float* q, int32_t n_heads, int
     for (; j < n_rows; ++j) {
       dots<1>(qd.data(), rows + j, dim, logit.data() + j);
     }
-    double max_logit = sink[h];  // the sink joins the softmax denominator (no value vector)
     for (j = 0; j < n_rows; ++j) {
       logit[j] = logit[j] * static_cast<double>(scale);
-      max_logit = std::max(max_logit, logit[j]);
     }
-    double denom = std::exp(static_cast<double>(sink[h]) - max_logit);
-    for (j = 0; j < n_rows; ++j) {
-      logit[j] = std::exp(logit[j] - max_logit);
-      denom += logit[j];
-    }
+    const double denom = sink_softmax(logit.data(), n_rows, sink[h]);
     int32_t c0 = 0;
     for (; c0 + kBlock <= dim; c0 += kBlock) {
       weighted_block(logit.data(), rows, n_rows, c0, acc.data());

@@ -31,6 +31,10 @@ struct GemmNtArgs {
   const uint16_t* x_bf16 = nullptr;
 };
 
+// Rows of x per register block of the AVX-512 kernel (6 x 4 outputs): a split of the rows at
+// multiples of it keeps every block whole.
+inline constexpr int kGemmNtRowsPerBlock = 6;
+
 // True when this CPU runs the AVX-512 kernel (AVX-512 F + DQ); otherwise callers use BLAS.
 bool gemm_nt_avx512_available();
 

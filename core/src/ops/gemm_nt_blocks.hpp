@@ -18,8 +18,8 @@
 namespace tessera::ops::gemm_detail {
 
 inline constexpr int kLanes = 16;
-inline constexpr int64_t kBlock = 4;  // columns (W rows) per block
-inline constexpr int kRows = 6;       // x rows per block: 6 x 4 outputs, 24 accumulators
+inline constexpr int64_t kBlock = 4;               // columns (W rows) per block
+inline constexpr int kRows = kGemmNtRowsPerBlock;  // 6 x 4 outputs, 24 accumulators
 
 // Per 128-bit lane: [sum pairs of a, of b, of c, of d] -> 4 lanes of [a b c d] partial sums.
 // Each input is treated the same: (e0 + e2) + (e1 + e3) within every 128-bit lane.

@@ -133,18 +133,15 @@ struct AfterRange {
   int64_t columns = 0;  // item width (a multiple of 4), when call is set
 };
 
-// The kernel's rows per register block (gemm_nt_blocks.hpp: kRows).
-constexpr int64_t kRowsPerBlock = 6;
-
 // A W of fewer than two chunks per thread (the hyper-connection mix: 24 x 2048 in two) is
 // shared by rows of x, whole blocks of them: each thread reads its rows once and all of the small
 // W, instead of every column range reading all of x (and a 16 + 8-column split giving one thread
 // twice the other's work). Any split of rows gives the same bits (gemm_nt.hpp).
 void split_rows(const GemmNtArgs& a, int threads) {
-  const int64_t blocks = (a.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t blocks = (a.rows + kGemmNtRowsPerBlock - 1) / kGemmNtRowsPerBlock;
   parallel_for(threads, threads, [&](int64_t i) {
-    const int64_t r0 = std::min(a.rows, blocks * i / threads * kRowsPerBlock);
-    const int64_t r1 = std::min(a.rows, blocks * (i + 1) / threads * kRowsPerBlock);
+    const int64_t r0 = std::min(a.rows, blocks * i / threads * kGemmNtRowsPerBlock);
+    const int64_t r1 = std::min(a.rows, blocks * (i + 1) / threads * kGemmNtRowsPerBlock);
     if (r0 == r1) {
       return;
     }
@@ -188,7 +185,8 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
   }
   int64_t unit = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
   const int64_t chunks = (a.out + unit - 1) / unit;
-  if (chunks < threads * kItemsPerThread && threads > 1 && a.rows >= threads * kRowsPerBlock) {
+  if (chunks < threads * kItemsPerThread && threads > 1 &&
+      a.rows >= threads * kGemmNtRowsPerBlock) {
     split_rows(a, threads);
     return;
   }
