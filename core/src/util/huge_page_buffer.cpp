@@ -1,0 +1,57 @@
+#include "util/huge_page_buffer.hpp"
+
+#include <sys/mman.h>
+
+#include <new>
+#include <utility>
+
+namespace tessera {
+
+HugePageBuffer::HugePageBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  // One huge page more than asked, so that data() can start on a 2 MiB boundary.
+  map_bytes_ = bytes + kHugePageBytes;
+  map_ = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    throw std::bad_alloc();
+  }
+  const auto start = reinterpret_cast<uintptr_t>(map_);
+  data_ = reinterpret_cast<uint8_t*>((start + kHugePageBytes - 1) & ~(kHugePageBytes - 1));
+  const size_t whole = bytes / kHugePageBytes * kHugePageBytes;
+  if (whole > 0 && ::madvise(data_, whole, MADV_HUGEPAGE) == 0) {
+    advised_ = whole;
+  }
+}
+
+HugePageBuffer::~HugePageBuffer() { release(); }
+
+HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept
+    : map_(std::exchange(other.map_, nullptr)),
+      map_bytes_(std::exchange(other.map_bytes_, 0)),
+      data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      advised_(std::exchange(other.advised_, 0)) {}
+
+HugePageBuffer& HugePageBuffer::operator=(HugePageBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    map_ = std::exchange(other.map_, nullptr);
+    map_bytes_ = std::exchange(other.map_bytes_, 0);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    advised_ = std::exchange(other.advised_, 0);
+  }
+  return *this;
+}
+
+void HugePageBuffer::release() noexcept {
+  if (map_ != nullptr) {
+    ::munmap(map_, map_bytes_);
+  }
+  map_ = nullptr;
+  data_ = nullptr;
+  map_bytes_ = bytes_ = advised_ = 0;
+}
+
+}  // namespace tessera
