@@ -385,7 +385,15 @@ void Engine::run_step(Deliveries& out) {
 void Engine::deliver_tokens(std::span<const SampledToken> tokens, Deliveries& out) {
   const TokenRules rules{&eos_, think_end_, options_.min_answer_tokens};
   out.reserve(out.size() + ready_.size());
-  for (size_t i = 0; i < ready_.size(); ++i) {
+  // Each sequence's state is asked for kAhead sequences before its turn, what it points to half
+  // that (token_output.hpp).
+  constexpr size_t kAhead = 8;
+  const size_t n = ready_.size();
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) prefetch_token_state(*ready_[i], 1);
+  for (size_t i = 0; i < std::min(n, kAhead / 2); ++i) prefetch_token_state(*ready_[i], 2);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) prefetch_token_state(*ready_[i + kAhead], 1);
+    if (i + kAhead / 2 < n) prefetch_token_state(*ready_[i + kAhead / 2], 2);
     Sequence& s = *ready_[i];
     if (tokens[i].token < 0) {
       Event ev;

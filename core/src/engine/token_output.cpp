@@ -37,6 +37,30 @@ int32_t after_reasoning_budget(Sequence& s, int32_t token, const TokenRules& rul
 
 }  // namespace
 
+void prefetch_token_state(const Sequence& s, int level) {
+  if (level == 1) {
+    __builtin_prefetch(&s.id);
+    __builtin_prefetch(&s.request.ignore_eos);
+    __builtin_prefetch(&s.request.stop_token_ids);
+    __builtin_prefetch(&s.on_event);
+    __builtin_prefetch(&s.tokens);
+    __builtin_prefetch(&s.detokenizer);
+    __builtin_prefetch(&s.stops);
+    __builtin_prefetch(&s.guard);
+    __builtin_prefetch(&s.max_reasoning_tokens);
+    return;
+  }
+  __builtin_prefetch(s.tokens.data() + s.tokens.size(), 1);
+  __builtin_prefetch(s.detokenizer.get());
+  __builtin_prefetch(s.on_event.get());
+  if (s.guard && !s.guard->tokens().empty()) {
+    const std::vector<int32_t>& g = s.guard->tokens();
+    __builtin_prefetch(g.data() + g.size() - 1, 1);
+    if (g.size() > 16) __builtin_prefetch(g.data() + g.size() - 17);  // the 32-token look-back
+    if (g.size() > 32) __builtin_prefetch(g.data() + g.size() - 33);
+  }
+}
+
 TokenOutcome apply_token(Sequence& s, const SampledToken& t, const TokenRules& rules) {
   TokenOutcome o;
   Event& ev = o.event;

@@ -52,7 +52,7 @@ class PagePool {
   uint64_t page_bytes_;
   int32_t entries_per_page_;
   int64_t n_pages_;
-  HugePageBuffer bytes_;  // zero until written; 2 MiB pages where the kernel grants them
+  HugePageBuffer bytes_;           // zero until written; 2 MiB pages where the kernel grants them
   std::vector<int32_t> free_;      // stack of free pages
   std::vector<int32_t> refcount_;  // 0: free (double-free / foreign-page guard)
   std::vector<int32_t> frontier_;
