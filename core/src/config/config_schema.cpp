@@ -129,7 +129,9 @@ const std::vector<KeySpec>& keys() {
               "Entries per cache page (the allocation and prefix-sharing unit)."),
       real("kv_cache", "memory_gib", TS_CONFIG_FIELD(kv_cache.memory_gib), 2.0,
            {0, 65536, /*min_exclusive=*/true},
-           "Memory reserved for cache pages on each rank, in GiB (2^30 bytes)."),
+           "Memory reserved for cache pages on each rank, in GiB (2^30 bytes): address space, "
+           "taken as RAM when pages are first written, on 2 MiB pages where the kernel grants "
+           "them."),
       // [attention]
       text("attention", "plugin", TS_CONFIG_FIELD(attention.plugin), std::string_view("reference"),
            "Attention backend plugin: \"reference\" (CPU and CUDA), \"mma\" (CUDA) or any "
