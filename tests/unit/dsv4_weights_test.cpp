@@ -212,12 +212,12 @@ void expect_model_shapes(const ModelConfig& c, const ModelWeights& w) {
   }
 }
 
-std::vector<float> raw_floats(const fs::path& file, const std::string& name) {
+TensorStorage<float> raw_floats(const fs::path& file, const std::string& name) {
   const SafetensorsFile f = SafetensorsFile::open(file);
   const auto* t = f.find(name);
   if (t == nullptr) throw std::runtime_error("no " + name);
   const auto data = f.data(*t);
-  std::vector<float> out(static_cast<size_t>(t->numel()));
+  TensorStorage<float> out(static_cast<size_t>(t->numel()));
   for (size_t i = 0; i < out.size(); ++i) {
     if (t->dtype == weights::DType::F32) {
       std::memcpy(&out[i], data.data() + 4 * i, 4);
@@ -507,11 +507,11 @@ TEST_F(BrokenTinyA, Fp8WeightNeedsItsScale) {
              "in model.safetensors): shape [2, 2], expected [1, 1]");
   at("model.layers.0.attn.wq_a.scale") = {
       "model.layers.0.attn.wq_a.scale", "F8_E8M0", {1, 1}, "\x80"};
-  EXPECT_EQ(load_ok().layers[0].attn.wq_a.data, std::vector<float>(32 * 64, 2.0f));
+  EXPECT_EQ(load_ok().layers[0].attn.wq_a.data, TensorStorage<float>(32 * 64, 2.0f));
   // transformers' spelling: an fp32 multiplier named weight_scale_inv.
   at("model.layers.0.attn.wq_a.scale") = {
       "model.layers.0.attn.wq_a.weight_scale_inv", "F32", {1, 1}, f32_bytes({0.25f})};
-  EXPECT_EQ(load_ok().layers[0].attn.wq_a.data, std::vector<float>(32 * 64, 0.25f));
+  EXPECT_EQ(load_ok().layers[0].attn.wq_a.data, TensorStorage<float>(32 * 64, 0.25f));
 }
 
 TEST_F(BrokenTinyA, Fp4OnlyForRoutedExpertsWithPer32Scales) {

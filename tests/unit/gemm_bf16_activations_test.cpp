@@ -110,7 +110,10 @@ TEST_F(GemmBf16Test, RowsGetTheSameBitsInAnyBatchSplitOrGroup) {
   }
   // In a group, strided x (every other row), next to an fp32 weight that must stay fp32.
   set_compute_threads(2);
-  const dsv4::Tensor f32{{kOut, kIn}, random_values(kOut * kIn, 43), {}};
+  const dsv4::Tensor f32 = [] {
+    const std::vector<float> v = random_values(kOut * kIn, 43);
+    return dsv4::Tensor{{kOut, kIn}, {v.begin(), v.end()}, {}};
+  }();
   const dsv4::Tensor w2 = bf16_weight(kOut, kIn, 44);
   std::vector<float> strided((kRows / 2) * kOut), other(kRows * kOut), other_fp32(other.size());
   std::vector<float> twin(strided.size()), twin_alone(strided.size());

@@ -179,7 +179,8 @@ TEST_F(GemmTest, Bf16WeightsGiveTheFp32Bits) {
         for (const int64_t out : {3, 64, 130}) {
           for (const int64_t in : {1, 17, 100, 256}) {
             const auto x = random_values(static_cast<size_t>(rows * in), seed++);
-            dsv4::Tensor f32{{out, in}, random_values(static_cast<size_t>(out * in), seed++), {}};
+            const auto values = random_values(static_cast<size_t>(out * in), seed++);
+            dsv4::Tensor f32{{out, in}, {values.begin(), values.end()}, {}};
             for (float& v : f32.data) {  // keep the top 16 bits: a bfloat16
               v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) & 0xFFFF0000u);
             }

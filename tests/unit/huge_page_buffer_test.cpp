@@ -41,9 +41,13 @@ TEST(HugePageBuffer, IsZeroFilledAlignedAndWritable) {
   EXPECT_EQ(b.size(), bytes);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % kHugePageBytes, 0u);
   EXPECT_TRUE(std::all_of(b.data(), b.data() + bytes, [](uint8_t v) { return v == 0; }));
-  for (size_t i = 0; i < bytes; ++i) b.data()[i] = static_cast<uint8_t>(i * 7 + 1);
+  for (size_t i = 0; i < bytes; ++i) {
+    b.data()[i] = static_cast<uint8_t>(i * 7 + 1);
+  }
   size_t wrong = 0;
-  for (size_t i = 0; i < bytes; ++i) wrong += b.data()[i] != static_cast<uint8_t>(i * 7 + 1);
+  for (size_t i = 0; i < bytes; ++i) {
+    wrong += b.data()[i] != static_cast<uint8_t>(i * 7 + 1);
+  }
   EXPECT_EQ(wrong, 0u);
 }
 

@@ -9,6 +9,7 @@
 #include "bench/copy_bandwidth.hpp"
 #include "model/bf16_weights.hpp"
 #include "model/random_weights.hpp"
+#include "model/weight_placement.hpp"
 #include "ops/compute_threads.hpp"
 #include "runtime/runtime.hpp"
 #include "util/check.hpp"
@@ -72,6 +73,7 @@ DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options) {
     dsv4::round_linear_weights_to_bf16(random);
     dsv4::keep_linear_weights_in_bf16(random);
   }
+  dsv4::place_linear_weights_on_huge_pages(random);  // as the runtime does a loaded model's
   auto weights = std::make_shared<const dsv4::ModelWeights>(std::move(random));
   RuntimeOptions ro;
   if (!options.plugin_dir.empty()) ro.plugin_dirs = {options.plugin_dir};

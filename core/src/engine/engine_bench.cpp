@@ -14,6 +14,7 @@
 #include "engine/engine.hpp"
 #include "model/bf16_weights.hpp"
 #include "model/random_weights.hpp"
+#include "model/weight_placement.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "util/check.hpp"
@@ -189,6 +190,7 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
       dsv4::round_linear_weights_to_bf16(weights);
       dsv4::keep_linear_weights_in_bf16(weights);
     }
+    dsv4::place_linear_weights_on_huge_pages(weights);  // as the runtime does a loaded model's
     rt = std::make_unique<Runtime>(ro, config,
                                    std::make_shared<const dsv4::ModelWeights>(std::move(weights)));
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "executor/weight_sharding.hpp"
+#include "model/weight_placement.hpp"
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "util/check.hpp"
@@ -43,8 +44,9 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
   PluginRegistry& registry = runtime.registry();
   const KvPools& pools0 = runtime.pools();
   for (int r = 0; r < tensor_parallel; ++r) {
-    shards_.push_back(std::make_shared<const dsv4::ModelWeights>(
-        shard_model_weights(config, *runtime.weights(), r, tensor_parallel)));
+    dsv4::ModelWeights shard = shard_model_weights(config, *runtime.weights(), r, tensor_parallel);
+    dsv4::place_linear_weights_on_huge_pages(shard);  // final: the rank only reads them now
+    shards_.push_back(std::make_shared<const dsv4::ModelWeights>(std::move(shard)));
     if (r == 0) {
       ranks_.push_back(std::make_unique<Rank>(config, *shards_[0], runtime.kv_format(),
                                               runtime.attention(), runtime.pools(),

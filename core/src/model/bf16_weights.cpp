@@ -34,7 +34,7 @@ Bf16Summary keep_linear_weights_in_bf16(ModelWeights& weights) {
     std::transform(t.data.begin(), t.data.end(), t.bf16.begin(),
                    [](float v) { return static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16); });
     summary.bytes_saved += static_cast<int64_t>(t.data.size() * (sizeof(float) - sizeof(uint16_t)));
-    std::vector<float>().swap(t.data);
+    decltype(t.data)().swap(t.data);
     ++summary.tensors;
   });
   return summary;

@@ -12,15 +12,20 @@
 #include <vector>
 
 #include "model/dsv4_config.hpp"
+#include "util/huge_page_arena.hpp"
 
 namespace tessera::dsv4 {
 
+// A tensor's values: on the heap, or in a HugePageArena once placed (model/weight_placement.hpp).
+template <typename T>
+using TensorStorage = std::vector<T, ArenaAllocator<T>>;
+
 struct Tensor {
   std::vector<int64_t> shape;
-  std::vector<float> data;  // row-major
+  TensorStorage<float> data;  // row-major
   // A linear weight whose every value is a bfloat16 may be kept here instead (data then empty;
   // see model/bf16_weights.hpp): the same values in half the bytes, widened exactly by the GEMM.
-  std::vector<uint16_t> bf16;
+  TensorStorage<uint16_t> bf16;
   bool in_bf16() const { return data.empty() && !bf16.empty(); }
   int64_t numel() const { return static_cast<int64_t>(in_bf16() ? bf16.size() : data.size()); }
   const float* ptr() const { return data.data(); }  // fp32 storage only

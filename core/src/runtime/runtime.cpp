@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/bf16_weights.hpp"
+#include "model/weight_placement.hpp"
 #include "ops/gemm_nt.hpp"
 #include "ops/linear.hpp"
 #include "util/check.hpp"
@@ -100,6 +101,11 @@ void Runtime::build(const dsv4::ModelConfig* config,
           "kernel)",
           ops::gemm_backend_name());
     }
+    const dsv4::PlacementSummary placed = dsv4::place_linear_weights_on_huge_pages(loaded);
+    spdlog::info(
+        "runtime: {:.1f} MiB of linear weights placed in one arena ({:.1f} MiB advised "
+        "onto 2 MiB pages)",
+        placed.bytes / 1048576.0, placed.advised_bytes / 1048576.0);
     weights_ = std::make_shared<const dsv4::ModelWeights>(std::move(loaded));
   }
 

@@ -8,7 +8,9 @@
 namespace tessera {
 
 HugePageBuffer::HugePageBuffer(size_t bytes) : bytes_(bytes) {
-  if (bytes == 0) return;
+  if (bytes == 0) {
+    return;
+  }
   // One huge page more than asked, so that data() can start on a 2 MiB boundary.
   map_bytes_ = bytes + kHugePageBytes;
   map_ = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -17,7 +19,8 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : bytes_(bytes) {
     throw std::bad_alloc();
   }
   const auto start = reinterpret_cast<uintptr_t>(map_);
-  data_ = reinterpret_cast<uint8_t*>((start + kHugePageBytes - 1) & ~(kHugePageBytes - 1));
+  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+  data_ = static_cast<uint8_t*>(map_) + (aligned - start);  // within the mapping
   const size_t whole = bytes / kHugePageBytes * kHugePageBytes;
   if (whole > 0 && ::madvise(data_, whole, MADV_HUGEPAGE) == 0) {
     advised_ = whole;

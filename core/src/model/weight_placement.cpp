@@ -1,0 +1,50 @@
+#include "model/weight_placement.hpp"
+
+#include <malloc.h>
+
+#include <memory>
+#include <utility>
+
+namespace tessera::dsv4 {
+namespace {
+
+template <typename T>
+size_t arena_bytes(const TensorStorage<T>& v) {
+  return (v.size() * sizeof(T) + 63) / 64 * 64;  // HugePageArena's 64-byte granule
+}
+
+template <typename T>
+void move_into(TensorStorage<T>& v, const std::shared_ptr<HugePageArena>& arena) {
+  if (v.empty()) {
+    return;
+  }
+  TensorStorage<T> placed(v.begin(), v.end(), ArenaAllocator<T>(arena));
+  v = std::move(placed);  // the allocator moves along (propagate_on_container_move_assignment)
+}
+
+}  // namespace
+
+PlacementSummary place_linear_weights_on_huge_pages(ModelWeights& weights) {
+  PlacementSummary summary;
+  for_each_linear_weight(weights, [&](const Tensor& t) {
+    summary.bytes += arena_bytes(t.data) + arena_bytes(t.bf16);
+  });
+  if (summary.bytes == 0) {
+    return summary;
+  }
+  // One block for all of them: no block's tail left unused between two.
+  auto arena = std::make_shared<HugePageArena>(summary.bytes);
+  for_each_linear_weight(weights, [&](Tensor& t) {
+    move_into(t.data, arena);
+    move_into(t.bf16, arena);
+  });
+  summary.advised_bytes = arena->advised_bytes();
+#ifdef __GLIBC__
+  // The copies' old storage went back to the heap, which glibc keeps (often between blocks still
+  // in use, where it cannot shrink the heap): hand those pages back, or a model would count twice.
+  malloc_trim(0);
+#endif
+  return summary;
+}
+
+}  // namespace tessera::dsv4
