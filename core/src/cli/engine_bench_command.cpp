@@ -23,6 +23,10 @@ void add_engine_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup,
                   "untimed requests before each level (-1: the level's concurrency; 0: cold start)")
       ->capture_default_str();
+  cmd->add_option("--rounds", o->rounds,
+                  "run the levels this many times, alternating; each row sums its runs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens)->capture_default_str();
   cmd->add_option("--output-tokens", o->output_tokens)->capture_default_str();
   cmd->add_option("--tp", o->tensor_parallel, "tensor-parallel CPU ranks")->capture_default_str();

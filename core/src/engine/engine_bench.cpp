@@ -1,6 +1,7 @@
 #include "engine/engine_bench.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "bench/decode_bench.hpp"
 #include "engine/engine.hpp"
@@ -50,8 +53,16 @@ struct Timing {
   bool done = false;
 };
 
-EngineBenchRow run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBenchOptions& o,
-                         int64_t concurrency) {
+// One timed run of a level: what its requests saw and the engine's counters around it.
+struct LevelRun {
+  double seconds = 0;
+  int64_t tokens = 0;
+  std::vector<double> ttft, tpot;  // ms, one per request
+  EngineStats before, after;
+};
+
+LevelRun run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBenchOptions& o,
+                   int64_t concurrency) {
   EngineOptions eo;
   eo.max_running_sequences = std::max<int64_t>(concurrency, 1);
   eo.max_batched_tokens = std::max<int64_t>(2048, concurrency);
@@ -131,37 +142,58 @@ EngineBenchRow run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const Eng
   engine.wait_idle();
   const EngineStats after = engine.stats();
 
+  LevelRun run;
+  run.seconds = wall;
+  run.before = before;
+  run.after = after;
+  for (const auto& [id, t] : timings) {
+    run.tokens += t.tokens;
+    run.ttft.push_back(std::chrono::duration<double, std::milli>(t.first - t.submitted).count());
+    if (t.tokens > 1)
+      run.tpot.push_back(std::chrono::duration<double, std::milli>(t.last - t.first).count() /
+                         static_cast<double>(t.tokens - 1));
+  }
+  return run;
+}
+
+// A level's row from its runs (one per round): throughput and step times over all of them, so a
+// machine whose speed drifts weighs on every level alike when the rounds alternate the levels.
+EngineBenchRow summarize(int64_t concurrency, int64_t requests, const std::vector<LevelRun>& runs) {
   EngineBenchRow row;
   row.concurrency = concurrency;
-  row.requests = total;
-  row.seconds = wall;
+  row.requests = requests;
   std::vector<double> ttft, tpot;
-  int64_t tokens = 0;
-  for (const auto& [id, t] : timings) {
-    tokens += t.tokens;
-    ttft.push_back(std::chrono::duration<double, std::milli>(t.first - t.submitted).count());
-    if (t.tokens > 1)
-      tpot.push_back(std::chrono::duration<double, std::milli>(t.last - t.first).count() /
-                     static_cast<double>(t.tokens - 1));
+  int64_t tokens = 0, batched = 0;
+  double host = 0, forward = 0, schedule = 0, sample = 0, output = 0;
+  for (const LevelRun& r : runs) {
+    row.seconds += r.seconds;
+    tokens += r.tokens;
+    ttft.insert(ttft.end(), r.ttft.begin(), r.ttft.end());
+    tpot.insert(tpot.end(), r.tpot.begin(), r.tpot.end());
+    row.steps += r.after.steps - r.before.steps;
+    batched += r.after.batched_tokens - r.before.batched_tokens;
+    host += r.after.host_seconds - r.before.host_seconds;
+    forward += r.after.forward_seconds - r.before.forward_seconds;
+    schedule += r.after.schedule_seconds - r.before.schedule_seconds;
+    sample += r.after.sample_seconds - r.before.sample_seconds;
+    output += r.after.output_seconds - r.before.output_seconds;
+    row.round_tokens_per_second.push_back(static_cast<double>(r.tokens) /
+                                          std::max(1e-12, r.seconds));
   }
-  row.output_tokens_per_second = static_cast<double>(tokens) / wall;
+  row.output_tokens_per_second = static_cast<double>(tokens) / std::max(1e-12, row.seconds);
   const double ps[3] = {0.5, 0.9, 0.99};
   for (int i = 0; i < 3; ++i) {
     row.ttft_ms[i] = percentile(ttft, ps[i]);
     row.tpot_ms[i] = percentile(tpot, ps[i]);
   }
-  row.steps = after.steps - before.steps;
-  const double host = after.host_seconds - before.host_seconds;
-  const double forward = after.forward_seconds - before.forward_seconds;
   if (row.steps > 0) {
-    row.tokens_per_step = static_cast<double>(after.batched_tokens - before.batched_tokens) /
-                          static_cast<double>(row.steps);
-    row.step_ms = (host + forward) * 1e3 / static_cast<double>(row.steps);
-    row.host_us_per_step = host * 1e6 / static_cast<double>(row.steps);
     const double per_step = 1e6 / static_cast<double>(row.steps);
-    row.schedule_us_per_step = (after.schedule_seconds - before.schedule_seconds) * per_step;
-    row.sample_us_per_step = (after.sample_seconds - before.sample_seconds) * per_step;
-    row.output_us_per_step = (after.output_seconds - before.output_seconds) * per_step;
+    row.tokens_per_step = static_cast<double>(batched) / static_cast<double>(row.steps);
+    row.step_ms = (host + forward) * per_step * 1e-3;
+    row.host_us_per_step = host * per_step;
+    row.schedule_us_per_step = schedule * per_step;
+    row.sample_us_per_step = sample * per_step;
+    row.output_us_per_step = output * per_step;
     row.host_percent = 100.0 * host / std::max(1e-12, host + forward);
   }
   return row;
@@ -197,10 +229,21 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
   std::unique_ptr<tokenizer::Tokenizer> tok;
   if (!o.tokenizer.empty())
     tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_file(o.tokenizer));
-  std::vector<EngineBenchRow> rows;
   for (int64_t c : o.concurrency) {
     TS_CHECK(c >= 1, "concurrency must be at least 1, got {}", c);
-    rows.push_back(run_level(*rt, tok.get(), o, c));
+  }
+  TS_CHECK(o.rounds >= 1, "rounds must be at least 1, got {}", o.rounds);
+  std::vector<std::vector<LevelRun>> runs(o.concurrency.size());
+  for (int64_t round = 0; round < o.rounds; ++round) {  // levels alternate round by round
+    for (size_t i = 0; i < o.concurrency.size(); ++i) {
+      runs[i].push_back(run_level(*rt, tok.get(), o, o.concurrency[i]));
+    }
+  }
+  std::vector<EngineBenchRow> rows;
+  for (size_t i = 0; i < o.concurrency.size(); ++i) {
+    const int64_t c = o.concurrency[i];
+    rows.push_back(
+        summarize(c, o.requests > 0 ? o.requests : std::max<int64_t>(2 * c, 16), runs[i]));
   }
   return rows;
 }
@@ -231,11 +274,21 @@ std::string format_engine_bench(const EngineBenchOptions& o,
         r.ttft_ms[2], r.tpot_ms[0], r.tpot_ms[1], r.tpot_ms[2], r.steps, r.tokens_per_step,
         r.step_ms, r.host_us_per_step, r.schedule_us_per_step, r.sample_us_per_step,
         r.output_us_per_step, r.host_percent);
-  if (rows.size() >= 2 && rows.front().output_tokens_per_second > 0)
-    s += fmt::format("\nthroughput at concurrency {} = {:.1f}x that at {}\n",
-                     rows.back().concurrency,
-                     rows.back().output_tokens_per_second / rows.front().output_tokens_per_second,
-                     rows.front().concurrency);
+  if (rows.size() >= 2 && rows.front().output_tokens_per_second > 0) {
+    const EngineBenchRow &first = rows.front(), &last = rows.back();
+    s += fmt::format("\nthroughput at concurrency {} = {:.1f}x that at {}", last.concurrency,
+                     last.output_tokens_per_second / first.output_tokens_per_second,
+                     first.concurrency);
+    if (first.round_tokens_per_second.size() > 1) {  // the spread a drifting machine gives
+      std::vector<std::string> each;
+      for (size_t r = 0; r < first.round_tokens_per_second.size(); ++r) {
+        each.push_back(fmt::format(
+            "{:.1f}x", last.round_tokens_per_second[r] / first.round_tokens_per_second[r]));
+      }
+      s += fmt::format(" (over {} rounds; round by round {})", each.size(), fmt::join(each, ", "));
+    }
+    s += "\n";
+  }
   return s;
 }
 

@@ -23,6 +23,10 @@ struct EngineBenchOptions {
   // serving process has warm after its first minute (the heap, the window-buffer cache, the cache
   // pages). -1: the level's concurrency; 0: none (cold start).
   int64_t warmup = -1;
+  // Levels run this many times, alternating (1, 64, 1, 64, ...); each row sums its level's runs.
+  // On a machine whose speed drifts for minutes at a time, the ratio of two levels run once each
+  // measures the drift as much as the batching; several short rounds spread it over both.
+  int64_t rounds = 1;
   int64_t prompt_tokens = 128;
   int64_t output_tokens = 64;
   int tensor_parallel = 1;
@@ -52,6 +56,7 @@ struct EngineBenchRow {
   double host_us_per_step = 0;
   double schedule_us_per_step = 0, sample_us_per_step = 0, output_us_per_step = 0;
   double host_percent = 0;
+  std::vector<double> round_tokens_per_second;  // one per round
 };
 
 std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& options);

@@ -1,0 +1,42 @@
+// `tessera bench engine` (engine/engine_bench.hpp) on the tiny preset: rounds alternate the
+// levels and each row sums its level's runs; the host time is its three parts.
+#include "engine/engine_bench.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tessera::engine {
+namespace {
+
+TEST(EngineBench, RoundsAlternateTheLevelsAndEachRowSumsItsRuns) {
+  EngineBenchOptions o;
+  o.preset = "tiny";
+  o.plugin_dir = TESSERA_PLUGIN_DIR;
+  o.concurrency = {1, 4};
+  o.requests = 6;
+  o.prompt_tokens = 5;
+  o.output_tokens = 3;
+  o.rounds = 3;
+  o.memory_gib = 0.02;
+  const std::vector<EngineBenchRow> rows = run_engine_bench(o);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const EngineBenchRow& r : rows) {
+    SCOPED_TRACE(r.concurrency);
+    ASSERT_EQ(r.round_tokens_per_second.size(), 3u);
+    EXPECT_EQ(r.requests, 6);
+    // Every round's requests, each with its 3 tokens (ignore_eos), in the summed seconds.
+    EXPECT_NEAR(r.output_tokens_per_second * r.seconds, 3.0 * 6 * 3, 1e-6);
+    EXPECT_GT(r.steps, 0);
+    EXPECT_NEAR(r.host_us_per_step,
+                r.schedule_us_per_step + r.sample_us_per_step + r.output_us_per_step, 1e-6);
+    for (double tps : r.round_tokens_per_second) EXPECT_GT(tps, 0);
+  }
+  // Concurrency 1 decodes one token per step (after each prompt's prefill step): 6 x 3 per round.
+  EXPECT_EQ(rows[0].steps, 3 * 6 * 3);
+  const std::string text = format_engine_bench(o, rows);
+  EXPECT_NE(text.find("over 3 rounds; round by round"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace tessera::engine
