@@ -22,6 +22,12 @@ void move_into(TensorStorage<T>& v, const std::shared_ptr<HugePageArena>& arena)
   v = std::move(placed);  // the allocator moves along (propagate_on_container_move_assignment)
 }
 
+void return_free_heap_pages() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace
 
 PlacementSummary place_linear_weights_on_huge_pages(ModelWeights& weights) {
@@ -34,16 +40,22 @@ PlacementSummary place_linear_weights_on_huge_pages(ModelWeights& weights) {
   }
   // One block for all of them: no block's tail left unused between two.
   auto arena = std::make_shared<HugePageArena>(summary.bytes);
+  // The copies' old storage goes back to the heap, which glibc keeps (often between blocks still
+  // in use, where it cannot shrink the heap): hand those pages back every GiB, or a model would
+  // briefly count twice.
+  constexpr size_t kTrimEvery = size_t{1} << 30;
+  size_t since_trim = 0;
   for_each_linear_weight(weights, [&](Tensor& t) {
+    since_trim += arena_bytes(t.data) + arena_bytes(t.bf16);
     move_into(t.data, arena);
     move_into(t.bf16, arena);
+    if (since_trim >= kTrimEvery) {
+      return_free_heap_pages();
+      since_trim = 0;
+    }
   });
+  return_free_heap_pages();
   summary.advised_bytes = arena->advised_bytes();
-#ifdef __GLIBC__
-  // The copies' old storage went back to the heap, which glibc keeps (often between blocks still
-  // in use, where it cannot shrink the heap): hand those pages back, or a model would count twice.
-  malloc_trim(0);
-#endif
   return summary;
 }
 
