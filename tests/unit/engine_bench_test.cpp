@@ -30,7 +30,9 @@ TEST(EngineBench, RoundsAlternateTheLevelsAndEachRowSumsItsRuns) {
     EXPECT_GT(r.steps, 0);
     EXPECT_NEAR(r.host_us_per_step,
                 r.schedule_us_per_step + r.sample_us_per_step + r.output_us_per_step, 1e-6);
-    for (double tps : r.round_tokens_per_second) EXPECT_GT(tps, 0);
+    for (double tps : r.round_tokens_per_second) {
+      EXPECT_GT(tps, 0);
+    }
   }
   // Concurrency 1 decodes one token per step (after each prompt's prefill step): 6 x 3 per round.
   EXPECT_EQ(rows[0].steps, 3 * 6 * 3);

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "engine_harness.hpp"
-#include "executor/executor.hpp"
 #include "model/bf16_weights.hpp"
 #include "model/dsv4_config.hpp"
 #include "util/huge_page_arena.hpp"
@@ -82,31 +81,16 @@ TEST(WeightPlacement, ACopyOfPlacedWeightsIsOnTheHeap) {
   EXPECT_EQ(copy.layers[2].ffn.experts[3].w1.data, w.layers[2].ffn.experts[3].w1.data);
 }
 
-// Logits of a prefill of three prompts and four greedy decode steps through `rt`.
+// Logits of a prefill of three prompts and four greedy decode steps through `rt`'s model.
 std::vector<float> logits_of(Runtime& rt) {
-  Executor ex(rt, 1);
-  std::vector<std::vector<int32_t>> inputs{engine_test::make_prompt(1, 40, 4096),
-                                           engine_test::make_prompt(2, 9, 4096),
-                                           engine_test::make_prompt(3, 130, 4096)};
-  for (uint64_t s = 0; s < inputs.size(); ++s) {
-    ex.apply({CacheOpKind::kCreate, s + 1, 0});
-  }
   std::vector<float> all;
-  for (int step = 0; step < 5; ++step) {
-    std::vector<PlannedChunk> chunks;
-    for (size_t s = 0; s < inputs.size(); ++s) {
-      PlannedChunk c;
-      c.sequence = s + 1;
-      c.tokens = inputs[s];
-      chunks.push_back(std::move(c));
-    }
-    const Logits logits = ex.step(chunks);
-    all.insert(all.end(), logits.values.begin(), logits.values.end());
-    for (size_t s = 0; s < inputs.size(); ++s) {
-      const float* row = logits.row(logits.chunk_rows[s]);
-      inputs[s] = {static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row)};
-    }
-  }
+  engine_test::forward_greedy_steps(
+      rt,
+      {engine_test::make_prompt(1, 40, 4096), engine_test::make_prompt(2, 9, 4096),
+       engine_test::make_prompt(3, 130, 4096)},
+      5, [&](int /*step*/, const Logits& logits, const auto& /*inputs*/) {
+        all.insert(all.end(), logits.values.begin(), logits.values.end());
+      });
   return all;
 }
 

@@ -149,9 +149,10 @@ LevelRun run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBen
   for (const auto& [id, t] : timings) {
     run.tokens += t.tokens;
     run.ttft.push_back(std::chrono::duration<double, std::milli>(t.first - t.submitted).count());
-    if (t.tokens > 1)
+    if (t.tokens > 1) {
       run.tpot.push_back(std::chrono::duration<double, std::milli>(t.last - t.first).count() /
                          static_cast<double>(t.tokens - 1));
+    }
   }
   return run;
 }

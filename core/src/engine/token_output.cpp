@@ -56,8 +56,12 @@ void prefetch_token_state(const Sequence& s, int level) {
   if (s.guard && !s.guard->tokens().empty()) {
     const std::vector<int32_t>& g = s.guard->tokens();
     __builtin_prefetch(g.data() + g.size() - 1, 1);
-    if (g.size() > 16) __builtin_prefetch(g.data() + g.size() - 17);  // the 32-token look-back
-    if (g.size() > 32) __builtin_prefetch(g.data() + g.size() - 33);
+    if (g.size() > 16) {  // the 32-token look-back
+      __builtin_prefetch(g.data() + g.size() - 17);
+    }
+    if (g.size() > 32) {
+      __builtin_prefetch(g.data() + g.size() - 33);
+    }
   }
 }
 
