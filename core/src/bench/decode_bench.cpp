@@ -61,6 +61,17 @@ dsv4::ModelConfig bench_model_config(const std::string& preset) {
   return c;
 }
 
+std::shared_ptr<const dsv4::ModelWeights> bench_model_weights(const dsv4::ModelConfig& config,
+                                                              bool bf16) {
+  dsv4::ModelWeights random = dsv4::random_model_weights(config, 7);
+  if (bf16) {
+    dsv4::round_linear_weights_to_bf16(random);
+    dsv4::keep_linear_weights_in_bf16(random);
+  }
+  dsv4::place_linear_weights_on_huge_pages(random);
+  return std::make_shared<const dsv4::ModelWeights>(std::move(random));
+}
+
 DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options) {
   const dsv4::ModelConfig config = bench_model_config(options.preset);
   // The decode and the copy loop use the same number of threads, so the ratio compares like
@@ -68,13 +79,7 @@ DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options) {
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   ops::set_compute_threads(threads);
-  dsv4::ModelWeights random = dsv4::random_model_weights(config, 7);
-  if (options.bf16_weights) {
-    dsv4::round_linear_weights_to_bf16(random);
-    dsv4::keep_linear_weights_in_bf16(random);
-  }
-  dsv4::place_linear_weights_on_huge_pages(random);  // as the runtime does a loaded model's
-  auto weights = std::make_shared<const dsv4::ModelWeights>(std::move(random));
+  const auto weights = bench_model_weights(config, options.bf16_weights);
   RuntimeOptions ro;
   if (!options.plugin_dir.empty()) ro.plugin_dirs = {options.plugin_dir};
   ro.memory_gib = 0.25;

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "model/dsv4_config.hpp"
+#include "model/dsv4_weights.hpp"
 
 namespace tessera::bench {
 
@@ -30,6 +32,11 @@ struct DecodeBenchResult {
 };
 
 dsv4::ModelConfig bench_model_config(const std::string& preset);
+// The preset's random weights (seed 7), placed as the runtime places a loaded model's
+// (model/weight_placement.hpp); bf16: rounded to bfloat16 and kept in bf16, as a real
+// checkpoint's would be.
+std::shared_ptr<const dsv4::ModelWeights> bench_model_weights(const dsv4::ModelConfig& config,
+                                                              bool bf16);
 DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options);
 std::string format_decode_table(const DecodeBenchOptions& options, const DecodeBenchResult& r);
 

@@ -15,9 +15,6 @@
 
 #include "bench/decode_bench.hpp"
 #include "engine/engine.hpp"
-#include "model/bf16_weights.hpp"
-#include "model/random_weights.hpp"
-#include "model/weight_placement.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "util/check.hpp"
@@ -55,6 +52,7 @@ struct Timing {
 
 // One timed run of a level: what its requests saw and the engine's counters around it.
 struct LevelRun {
+  int64_t requests = 0;
   double seconds = 0;
   int64_t tokens = 0;
   std::vector<double> ttft, tpot;  // ms, one per request
@@ -143,6 +141,7 @@ LevelRun run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBen
   const EngineStats after = engine.stats();
 
   LevelRun run;
+  run.requests = total;
   run.seconds = wall;
   run.before = before;
   run.after = after;
@@ -159,10 +158,10 @@ LevelRun run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBen
 
 // A level's row from its runs (one per round): throughput and step times over all of them, so a
 // machine whose speed drifts weighs on every level alike when the rounds alternate the levels.
-EngineBenchRow summarize(int64_t concurrency, int64_t requests, const std::vector<LevelRun>& runs) {
+EngineBenchRow summarize(int64_t concurrency, const std::vector<LevelRun>& runs) {
   EngineBenchRow row;
   row.concurrency = concurrency;
-  row.requests = requests;
+  row.requests = runs.front().requests;  // per run
   std::vector<double> ttft, tpot;
   int64_t tokens = 0, batched = 0;
   double host = 0, forward = 0, schedule = 0, sample = 0, output = 0;
@@ -218,14 +217,8 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
     rt = std::make_unique<Runtime>(ro);
   } else {
     const dsv4::ModelConfig config = bench::bench_model_config(o.preset);
-    dsv4::ModelWeights weights = dsv4::random_model_weights(config, 7);
-    if (o.weights == "bf16") {
-      dsv4::round_linear_weights_to_bf16(weights);
-      dsv4::keep_linear_weights_in_bf16(weights);
-    }
-    dsv4::place_linear_weights_on_huge_pages(weights);  // as the runtime does a loaded model's
     rt = std::make_unique<Runtime>(ro, config,
-                                   std::make_shared<const dsv4::ModelWeights>(std::move(weights)));
+                                   bench::bench_model_weights(config, o.weights == "bf16"));
   }
   std::unique_ptr<tokenizer::Tokenizer> tok;
   if (!o.tokenizer.empty())
@@ -242,9 +235,7 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
   }
   std::vector<EngineBenchRow> rows;
   for (size_t i = 0; i < o.concurrency.size(); ++i) {
-    const int64_t c = o.concurrency[i];
-    rows.push_back(
-        summarize(c, o.requests > 0 ? o.requests : std::max<int64_t>(2 * c, 16), runs[i]));
+    rows.push_back(summarize(o.concurrency[i], runs[i]));
   }
   return rows;
 }

@@ -10,7 +10,7 @@ namespace {
 
 template <typename T>
 size_t arena_bytes(const TensorStorage<T>& v) {
-  return (v.size() * sizeof(T) + 63) / 64 * 64;  // HugePageArena's 64-byte granule
+  return v.empty() ? 0 : HugePageArena::footprint(v.size() * sizeof(T));
 }
 
 template <typename T>

@@ -5,8 +5,7 @@
 namespace tessera {
 
 void* HugePageArena::allocate(size_t bytes) {
-  constexpr size_t kAlign = 64;
-  bytes = std::max<size_t>((bytes + kAlign - 1) / kAlign * kAlign, kAlign);
+  bytes = footprint(bytes);
   if (blocks_.empty() || used_ + bytes > blocks_.back().size()) {
     blocks_.emplace_back(std::max(bytes, block_bytes_));
     used_ = 0;

@@ -6,6 +6,7 @@
 // faster). Not thread-safe: fill an arena from one thread, then only read what it holds.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -21,6 +22,8 @@ class HugePageArena {
   explicit HugePageArena(size_t block_bytes = size_t{64} << 20) : block_bytes_(block_bytes) {}
   // 64-byte aligned (a cache line), zero-filled; lives as long as the arena.
   void* allocate(size_t bytes);
+  // What allocate(bytes) takes from a block: bytes rounded up to whole 64-byte granules.
+  static size_t footprint(size_t bytes) { return std::max<size_t>((bytes + 63) / 64 * 64, 64); }
   size_t reserved_bytes() const;  // the blocks' sizes
   size_t advised_bytes() const;   // of those, advised MADV_HUGEPAGE (HugePageBuffer)
 

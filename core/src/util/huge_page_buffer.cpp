@@ -27,34 +27,26 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : bytes_(bytes) {
   }
 }
 
-HugePageBuffer::~HugePageBuffer() { release(); }
-
-HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept
-    : map_(std::exchange(other.map_, nullptr)),
-      map_bytes_(std::exchange(other.map_bytes_, 0)),
-      data_(std::exchange(other.data_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)),
-      advised_(std::exchange(other.advised_, 0)) {}
-
-HugePageBuffer& HugePageBuffer::operator=(HugePageBuffer&& other) noexcept {
-  if (this != &other) {
-    release();
-    map_ = std::exchange(other.map_, nullptr);
-    map_bytes_ = std::exchange(other.map_bytes_, 0);
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-    advised_ = std::exchange(other.advised_, 0);
-  }
-  return *this;
-}
-
-void HugePageBuffer::release() noexcept {
+HugePageBuffer::~HugePageBuffer() {
   if (map_ != nullptr) {
     ::munmap(map_, map_bytes_);
   }
-  map_ = nullptr;
-  data_ = nullptr;
-  map_bytes_ = bytes_ = advised_ = 0;
+}
+
+HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept { swap(other); }
+
+HugePageBuffer& HugePageBuffer::operator=(HugePageBuffer&& other) noexcept {
+  HugePageBuffer taken(std::move(other));  // our old mapping leaves with `taken`
+  swap(taken);
+  return *this;
+}
+
+void HugePageBuffer::swap(HugePageBuffer& other) noexcept {
+  std::swap(map_, other.map_);
+  std::swap(map_bytes_, other.map_bytes_);
+  std::swap(data_, other.data_);
+  std::swap(bytes_, other.bytes_);
+  std::swap(advised_, other.advised_);
 }
 
 }  // namespace tessera

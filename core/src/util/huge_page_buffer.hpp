@@ -34,7 +34,7 @@ class HugePageBuffer {
   size_t advised_bytes() const { return advised_; }
 
  private:
-  void release() noexcept;
+  void swap(HugePageBuffer& other) noexcept;
 
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
