@@ -152,6 +152,41 @@ TEST(SamplerRejection, SameTokensAsTheDocumentedDefinition) {
   EXPECT_EQ(checked, 4 * 3 * 40);
 }
 
+// The row's max in several groups (two in one group, one in another block, one in the last,
+// partial block): each such group's bound is its exact weight, found group by group.
+TEST(SamplerRejection, MaxInSeveralGroupsGivesTheDocumentedTokens) {
+  const PluginInstance sampler = make_sampler(2);
+  std::mt19937_64 rng(37);
+  const size_t vocab = 1000;  // 3 full blocks and a partial one of 232 columns
+  int checked = 0;
+  for (const std::vector<size_t>& at : std::vector<std::vector<size_t>>{
+           {5}, {5, 21}, {5, 21, 300}, {300, 999}, {17, 530, 777, 998}}) {
+    std::vector<std::vector<float>> logits;
+    std::vector<ts_sampler_row> rows;
+    logits.reserve(24);
+    for (int i = 0; i < 24; ++i) {
+      logits.push_back(gaussian_row(rng, vocab, 1.0f));
+      for (const size_t c : at) {
+        logits.back()[c] = 4.0f;  // above every Gaussian value drawn here
+      }
+    }
+    for (int i = 0; i < 24; ++i) {
+      ts_sampling_params p = plain_params(rng());
+      p.temperature = i % 2 == 0 ? 1.0f : 0.7f;
+      rows.push_back(make_row(logits[i], p, rng() % 500, nullptr, nullptr));
+    }
+    std::vector<ts_sampler_result> results(rows.size());
+    ASSERT_EQ(call_sample(sampler, rows, static_cast<int32_t>(vocab), results).code, TS_OK);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_EQ(results[i].token, reference_rejection(logits[i], rows[i].params.temperature,
+                                                      rows[i].params.seed, rows[i].rng_counter))
+          << "max at " << at.size() << " columns, row " << i;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 5 * 24);
+}
+
 // 200k draws of one row against softmax(l / T); a 5% hotter softmax must be rejected.
 void expect_fits(const std::vector<float>& logits, ts_sampling_params p,
                  const std::vector<int32_t>& prompt, const std::vector<int32_t>& output) {

@@ -50,6 +50,15 @@ double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, 
   return sum;
 }
 
+// Asks for the cache lines of block b of the row (kBlock columns, or fewer at the row's end).
+void prefetch_block(std::span<const float> logits, int64_t b) {
+  const auto vocab = static_cast<int64_t>(logits.size());
+  constexpr int64_t kFloatsPerLine = 16;
+  for (int64_t c = b * kBlock; c < std::min(vocab, (b + 1) * kBlock); c += kFloatsPerLine) {
+    __builtin_prefetch(logits.data() + c);
+  }
+}
+
 // A block's 16 bounds summed as a fixed tree: the same sum on every CPU, no chain of 16 adds.
 [[gnu::always_inline]] inline double tree_sum(const double* v) {
   return (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) +
@@ -78,6 +87,13 @@ double envelope(std::span<const float> logits, std::span<const float> group_max,
   s.group_weight.resize(static_cast<size_t>(groups));
   s.bound.resize(static_cast<size_t>(groups));
   s.block_prefix.resize(static_cast<size_t>(blocks));
+  // The first group holding the row's max has its weights summed below. Its 16 columns are one
+  // per cache line of a 1 KiB block, which the host's head wrote a while ago (often on the other
+  // core): asking for the block now overlaps those misses with the pass over the group maxima.
+  const int32_t first_max = first_index_of(group_max, l_max);
+  if (first_max >= 0) {
+    prefetch_block(logits, first_max / kLanes);
+  }
   fma_exp_weights(group_max.data(), groups, l_max, temperature, s.group_weight.data());
   double* u = s.bound.data();
   double* sums = s.block_prefix.data();  // block sums first, prefix sums below
@@ -94,16 +110,13 @@ double envelope(std::span<const float> logits, std::span<const float> group_max,
   }
   // A group holding the row's max gets its exact weight instead of its bound, so a peaked row
   // (most of the mass in one token) accepts its proposals instead of rejecting ~15 in 16.
-  for (int64_t from = 0; from < groups;) {
-    const int32_t at = first_index_of(group_max.subspan(static_cast<size_t>(from)), l_max);
-    if (at < 0) {
-      break;
-    }
-    const int64_t g = from + at;
+  for (int64_t g = first_max; g >= 0;) {
     const int64_t b = g / kLanes;
     u[g] = group_weight_sum(logits, b, g % kLanes, l_max, temperature);
     sums[b] = tree_sum(u + b * kLanes);
-    from = g + 1;
+    const int32_t next =
+        g + 1 < groups ? first_index_of(group_max.subspan(static_cast<size_t>(g + 1)), l_max) : -1;
+    g = next < 0 ? -1 : g + 1 + next;
   }
   double total = 0.0;
   for (int64_t b = 0; b < blocks; ++b) {
