@@ -1,5 +1,6 @@
 // `tessera bench engine` (engine/engine_bench.hpp) on the tiny preset: rounds alternate the
-// levels and each row sums its level's runs; the host time is its three parts.
+// levels and each row sums its level's runs; the host time is its three parts; each run records
+// the threads' handoff measured before it.
 #include "engine/engine_bench.hpp"
 
 #include <gtest/gtest.h>
@@ -33,11 +34,22 @@ TEST(EngineBench, RoundsAlternateTheLevelsAndEachRowSumsItsRuns) {
     for (double tps : r.round_tokens_per_second) {
       EXPECT_GT(tps, 0);
     }
+    // The threads' handoff, measured before each run: a time (a cache line cannot cross cores in
+    // under a nanosecond, nor 1 MiB in under a microsecond), or -1 where a busy machine did not
+    // run both threads at once (thread_handoff_test).
+    ASSERT_EQ(r.round_trip_ns.size(), 3u);
+    ASSERT_EQ(r.read_mib_us.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_TRUE(r.round_trip_ns[i] == -1.0 || r.round_trip_ns[i] > 1.0) << r.round_trip_ns[i];
+      EXPECT_TRUE(r.read_mib_us[i] == -1.0 || r.read_mib_us[i] > 1.0) << r.read_mib_us[i];
+    }
   }
   // Concurrency 1 decodes one token per step (after each prompt's prefill step): 6 x 3 per round.
   EXPECT_EQ(rows[0].steps, 3 * 6 * 3);
   const std::string text = format_engine_bench(o, rows);
   EXPECT_NE(text.find("over 3 rounds; round by round"), std::string::npos) << text;
+  EXPECT_NE(text.find("before each run, two threads' cache-line round trip"), std::string::npos)
+      << text;
 }
 
 }  // namespace

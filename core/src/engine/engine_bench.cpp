@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/decode_bench.hpp"
+#include "bench/thread_handoff.hpp"
 #include "engine/engine.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -57,6 +58,7 @@ struct LevelRun {
   int64_t tokens = 0;
   std::vector<double> ttft, tpot;  // ms, one per request
   EngineStats before, after;
+  bench::ThreadHandoff handoff;  // measured just before the run
 };
 
 LevelRun run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBenchOptions& o,
@@ -179,6 +181,8 @@ EngineBenchRow summarize(int64_t concurrency, const std::vector<LevelRun>& runs)
     output += r.after.output_seconds - r.before.output_seconds;
     row.round_tokens_per_second.push_back(static_cast<double>(r.tokens) /
                                           std::max(1e-12, r.seconds));
+    row.round_trip_ns.push_back(r.handoff.round_trip_ns);
+    row.read_mib_us.push_back(r.handoff.read_mib_us);
   }
   row.output_tokens_per_second = static_cast<double>(tokens) / std::max(1e-12, row.seconds);
   const double ps[3] = {0.5, 0.9, 0.99};
@@ -230,7 +234,9 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
   std::vector<std::vector<LevelRun>> runs(o.concurrency.size());
   for (int64_t round = 0; round < o.rounds; ++round) {  // levels alternate round by round
     for (size_t i = 0; i < o.concurrency.size(); ++i) {
+      const bench::ThreadHandoff handoff = bench::measure_thread_handoff();
       runs[i].push_back(run_level(*rt, tok.get(), o, o.concurrency[i]));
+      runs[i].back().handoff = handoff;
     }
   }
   std::vector<EngineBenchRow> rows;
@@ -266,6 +272,19 @@ std::string format_engine_bench(const EngineBenchOptions& o,
         r.ttft_ms[2], r.tpot_ms[0], r.tpot_ms[1], r.tpot_ms[2], r.steps, r.tokens_per_step,
         r.step_ms, r.host_us_per_step, r.schedule_us_per_step, r.sample_us_per_step,
         r.output_us_per_step, r.host_percent);
+  s += "\nbefore each run, two threads' cache-line round trip / 1 MiB one wrote read by the other "
+       "(bench/thread_handoff.hpp):";
+  for (const EngineBenchRow& r : rows) {
+    std::vector<std::string> each;
+    for (size_t i = 0; i < r.round_trip_ns.size(); ++i) {
+      auto value = [](double v, const char* unit) {
+        return v < 0 ? std::string("n/a") : fmt::format("{:.0f} {}", v, unit);
+      };
+      each.push_back(value(r.round_trip_ns[i], "ns") + " / " + value(r.read_mib_us[i], "µs"));
+    }
+    s += fmt::format(" at {}: {};", r.concurrency, fmt::join(each, ", "));
+  }
+  s.back() = '\n';
   if (rows.size() >= 2 && rows.front().output_tokens_per_second > 0) {
     const EngineBenchRow &first = rows.front(), &last = rows.back();
     s += fmt::format("\nthroughput at concurrency {} = {:.1f}x that at {}", last.concurrency,

@@ -57,6 +57,9 @@ struct EngineBenchRow {
   double schedule_us_per_step = 0, sample_us_per_step = 0, output_us_per_step = 0;
   double host_percent = 0;
   std::vector<double> round_tokens_per_second;  // one per round
+  // Measured before each round's run (bench/thread_handoff.hpp): on a VM whose two vCPUs now share
+  // an L3 and now do not, these tell the two placements apart.
+  std::vector<double> round_trip_ns, read_mib_us;
 };
 
 std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& options);
