@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fma_exp_reference.hpp"
+#include "ops/compute_threads.hpp"
 #include "sampler_harness.hpp"
 
 namespace tessera::sampler_test {
@@ -222,8 +223,11 @@ TEST(SamplerRejection, DrawsFitTheSoftmax) {
   expect_fits(gaussian_row(rng, 600, 1.0f), penalised, {10, 20, 300}, {20, 599, 599});
 }
 
-TEST(SamplerRejection, HostGroupMaximaGiveTheTokensSampleGives) {
-  const PluginInstance sampler = make_sampler(2);
+// sampler_threads 0: on the host's compute threads, which hand 64 rows out 4 at a time (each
+// thread asking for its next row's group maxima while it samples one); 2: the plugin's own pool.
+void expect_group_maxima_give_the_tokens_sample_gives(int sampler_threads) {
+  SCOPED_TRACE(sampler_threads);
+  const PluginInstance sampler = make_sampler(sampler_threads);
   const auto& table = sampler.table<ts_sampler_table>();
   ASSERT_GE(table.struct_size, sizeof(ts_sampler_table));
   ASSERT_NE(table.sample_grouped, nullptr);
@@ -270,6 +274,14 @@ TEST(SamplerRejection, HostGroupMaximaGiveTheTokensSampleGives) {
   EXPECT_GT(temperature_rows, 30);
   EXPECT_EQ(table.sample_grouped(sampler.get(), rows.data(), nullptr, n, vocab, plain.data()).code,
             TS_ERR_INVALID_ARGUMENT);
+}
+
+TEST(SamplerRejection, HostGroupMaximaGiveTheTokensSampleGives) {
+  const int compute_threads_before = ops::compute_threads();
+  ops::set_compute_threads(2);
+  expect_group_maxima_give_the_tokens_sample_gives(0);
+  ops::set_compute_threads(compute_threads_before);
+  expect_group_maxima_give_the_tokens_sample_gives(2);
 }
 
 TEST(SamplerRejection, TheDrawOptionIsCheckedAndInverseCdfKeepsTheEarlierTokens) {

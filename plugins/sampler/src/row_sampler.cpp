@@ -173,4 +173,25 @@ RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vo
   return {};
 }
 
+void prefetch_row_start(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
+                        DrawMethod draw) {
+  if (row.logits == nullptr || hints.group_max == nullptr || hints.scan == nullptr ||
+      !rejection_row(row.params, vocab, draw) || penalties_active(row.params)) {
+    return;
+  }
+  constexpr int64_t kFloatsPerLine = 16;
+  const int64_t groups = logit_group_count(vocab);
+  for (int64_t g = 0; g < groups; g += kFloatsPerLine) {
+    __builtin_prefetch(hints.group_max + g);
+  }
+  const int64_t argmax = hints.scan->argmax;
+  if (argmax >= 0 && argmax < vocab) {
+    const int64_t first = argmax / TS_LOGIT_GROUP_BLOCK * TS_LOGIT_GROUP_BLOCK;
+    const int64_t end = std::min<int64_t>(vocab, first + TS_LOGIT_GROUP_BLOCK);
+    for (int64_t c = first; c < end; c += kFloatsPerLine) {
+      __builtin_prefetch(row.logits + c);
+    }
+  }
+}
+
 }  // namespace tessera::sampler

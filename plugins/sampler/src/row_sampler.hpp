@@ -50,4 +50,11 @@ struct RowHints {
                                   DrawMethod draw, ts_sampler_result& result,
                                   RowWorkspace& workspace);
 
+// Asks for the cache lines sample_row reads first in a row drawn by rejection from the host's
+// group maxima (its maxima and the 1 KiB block holding its max): the vocabulary head wrote them,
+// often on the other core, so a thread that knows its next row asks while it samples this one.
+// Does nothing for other rows; reads nothing, so a bad row is left to sample_row.
+void prefetch_row_start(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
+                        DrawMethod draw);
+
 }  // namespace tessera::sampler

@@ -21,6 +21,10 @@ StandardSampler::StandardSampler(const ts_host_api* host, const SamplerOptions& 
 
 namespace {
 
+// Rows per parallel_for item when there are at least kMinRowsForItems (sample_on_host_threads).
+constexpr int64_t kRowsPerItem = 4;
+constexpr int64_t kMinRowsForItems = 32;
+
 // Keeps the lowest failing row's error and counts the failures.
 template <class Failures>
 void record_failure(Failures& f, int64_t row, RowError&& error) {
@@ -55,24 +59,39 @@ void StandardSampler::sample_on_own_pool(const ts_sampler_row* rows, const Hints
 void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, const Hints& hints,
                                              int32_t n_rows, int32_t vocab,
                                              ts_sampler_result* results) {
-  sdk::parallel_for(host_, n_rows, [&](int64_t row) {
-    thread_local RowWorkspace workspace;  // each host thread keeps its own scratch
-    RowError error;
-    try {
-      error = sample_row(rows[row], hints.of(row), vocab, draw_, results[row], workspace);
-    } catch (const std::exception& e) {  // bad_alloc growing the scratch: this row fails
-      results[row].token = -1;
-      error = RowError{TS_ERR_INTERNAL, std::string("sampling failed: ") + e.what()};
-    } catch (...) {  // nothing may escape into the host's threads
-      results[row].token = -1;
-      error = RowError{TS_ERR_INTERNAL, "sampling failed: unknown exception"};
+  // Many rows go out a few at a time, so a thread knows its next row and asks for its first lines
+  // while it samples this one (prefetch_row_start); 64 rows in 16 items still balance two threads.
+  const int64_t per_item = n_rows >= kMinRowsForItems ? kRowsPerItem : 1;
+  sdk::parallel_for(host_, (n_rows + per_item - 1) / per_item, [&](int64_t item) {
+    const int64_t end = std::min<int64_t>(n_rows, (item + 1) * per_item);
+    for (int64_t row = item * per_item; row < end; ++row) {
+      if (row + 1 < end) {
+        prefetch_row_start(rows[row + 1], hints.of(row + 1), vocab, draw_);
+      }
+      sample_one_on_host_thread(rows[row], hints.of(row), row, vocab, results[row]);
     }
-    if (!error.failed()) {
-      return;
-    }
-    const std::lock_guard lock(failures_mutex_);
-    record_failure(failures_[0], row, std::move(error));
   });
+}
+
+void StandardSampler::sample_one_on_host_thread(const ts_sampler_row& r, const RowHints& hints,
+                                                int64_t row, int32_t vocab,
+                                                ts_sampler_result& result) {
+  thread_local RowWorkspace workspace;  // each host thread keeps its own scratch
+  RowError error;
+  try {
+    error = sample_row(r, hints, vocab, draw_, result, workspace);
+  } catch (const std::exception& e) {  // bad_alloc growing the scratch: this row fails
+    result.token = -1;
+    error = RowError{TS_ERR_INTERNAL, std::string("sampling failed: ") + e.what()};
+  } catch (...) {  // nothing may escape into the host's threads
+    result.token = -1;
+    error = RowError{TS_ERR_INTERNAL, "sampling failed: unknown exception"};
+  }
+  if (!error.failed()) {
+    return;
+  }
+  const std::lock_guard lock(failures_mutex_);
+  record_failure(failures_[0], row, std::move(error));
 }
 
 ts_status StandardSampler::sample(const ts_sampler_row* rows, int32_t n_rows, int32_t vocab,
