@@ -4,8 +4,8 @@
 // what a 64-sequence step costs beyond its arithmetic.
 //
 // Why `bench engine` prints them: on the 2-core development VM they change for minutes at a time
-// (docs/perf.md, "The VM's two placements"): 42-64 ns and 24-31 µs when its two vCPUs share an
-// L3, 370-395 ns and 153-155 µs when they do not, and the engine's numbers move with them.
+// (docs/perf.md, "The VM's two placements"): 42-70 ns and 23-42 µs when its two vCPUs share an
+// L3, 355-423 ns and 144-195 µs when they do not, and the engine's numbers move with them.
 #pragma once
 
 namespace tessera::bench {
