@@ -274,12 +274,12 @@ std::string format_engine_bench(const EngineBenchOptions& o,
         r.output_us_per_step, r.host_percent);
   s += "\nbefore each run, two threads' cache-line round trip / 1 MiB one wrote read by the other "
        "(bench/thread_handoff.hpp):";
+  auto value = [](double v, const char* unit) {  // -1: not measured (thread_handoff.hpp)
+    return v < 0 ? std::string("n/a") : fmt::format("{:.0f} {}", v, unit);
+  };
   for (const EngineBenchRow& r : rows) {
     std::vector<std::string> each;
     for (size_t i = 0; i < r.round_trip_ns.size(); ++i) {
-      auto value = [](double v, const char* unit) {
-        return v < 0 ? std::string("n/a") : fmt::format("{:.0f} {}", v, unit);
-      };
       each.push_back(value(r.round_trip_ns[i], "ns") + " / " + value(r.read_mib_us[i], "µs"));
     }
     s += fmt::format(" at {}: {};", r.concurrency, fmt::join(each, ", "));

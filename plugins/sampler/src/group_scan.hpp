@@ -4,6 +4,7 @@
 // vocabulary head found them; this is the sampler's own pass when it did not.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -19,6 +20,22 @@ namespace tessera::sampler {
 // The group of column c (plugin_abi.h).
 [[nodiscard]] constexpr int64_t logit_group_of(int64_t c) {
   return (c / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES + c % TS_LOGIT_GROUP_LANES;
+}
+
+// Asks for the cache lines of values[0, n) (a hint: nothing is read, nothing can fault).
+inline void prefetch_floats(const float* values, int64_t n) {
+  constexpr int64_t kFloatsPerLine = 16;
+  for (int64_t i = 0; i < n; i += kFloatsPerLine) {
+    __builtin_prefetch(values + i);
+  }
+}
+
+// Asks for block b of a row (TS_LOGIT_GROUP_BLOCK columns, fewer at its end): a group's columns
+// are one per cache line of its block, so reading one group's weights touches all of them.
+inline void prefetch_logit_block(std::span<const float> logits, int64_t b) {
+  const auto vocab = static_cast<int64_t>(logits.size());
+  const int64_t first = b * TS_LOGIT_GROUP_BLOCK;
+  prefetch_floats(logits.data() + first, std::min<int64_t>(TS_LOGIT_GROUP_BLOCK, vocab - first));
 }
 
 // group_max: [logit_group_count(logits.size())], overwritten (-inf for an empty group). max and

@@ -50,15 +50,6 @@ double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, 
   return sum;
 }
 
-// Asks for the cache lines of block b of the row (kBlock columns, or fewer at the row's end).
-void prefetch_block(std::span<const float> logits, int64_t b) {
-  const auto vocab = static_cast<int64_t>(logits.size());
-  constexpr int64_t kFloatsPerLine = 16;
-  for (int64_t c = b * kBlock; c < std::min(vocab, (b + 1) * kBlock); c += kFloatsPerLine) {
-    __builtin_prefetch(logits.data() + c);
-  }
-}
-
 // A block's 16 bounds summed as a fixed tree: the same sum on every CPU, no chain of 16 adds.
 [[gnu::always_inline]] inline double tree_sum(const double* v) {
   return (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) +
@@ -92,7 +83,7 @@ double envelope(std::span<const float> logits, std::span<const float> group_max,
   // core): asking for the block now overlaps those misses with the pass over the group maxima.
   const int32_t first_max = first_index_of(group_max, l_max);
   if (first_max >= 0) {
-    prefetch_block(logits, first_max / kLanes);
+    prefetch_logit_block(logits, first_max / kLanes);
   }
   fma_exp_weights(group_max.data(), groups, l_max, temperature, s.group_weight.data());
   double* u = s.bound.data();

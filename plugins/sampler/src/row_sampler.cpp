@@ -179,18 +179,10 @@ void prefetch_row_start(const ts_sampler_row& row, const RowHints& hints, int32_
       !rejection_row(row.params, vocab, draw) || penalties_active(row.params)) {
     return;
   }
-  constexpr int64_t kFloatsPerLine = 16;
-  const int64_t groups = logit_group_count(vocab);
-  for (int64_t g = 0; g < groups; g += kFloatsPerLine) {
-    __builtin_prefetch(hints.group_max + g);
-  }
+  prefetch_floats(hints.group_max, logit_group_count(vocab));
   const int64_t argmax = hints.scan->argmax;
   if (argmax >= 0 && argmax < vocab) {
-    const int64_t first = argmax / TS_LOGIT_GROUP_BLOCK * TS_LOGIT_GROUP_BLOCK;
-    const int64_t end = std::min<int64_t>(vocab, first + TS_LOGIT_GROUP_BLOCK);
-    for (int64_t c = first; c < end; c += kFloatsPerLine) {
-      __builtin_prefetch(row.logits + c);
-    }
+    prefetch_logit_block({row.logits, static_cast<size_t>(vocab)}, argmax / TS_LOGIT_GROUP_BLOCK);
   }
 }
 
