@@ -1,5 +1,6 @@
-// The in-process communicator: collectives across rank threads, a fixed reduction order (rank 0,
-// then 1, ...) giving bit-identical results on every rank and run, and abort waking every rank.
+// The in-process communicator: collectives across rank threads, a fixed reduction order (the
+// pairwise tree of ops/tree_sum.hpp over ranks) giving bit-identical results on every rank and
+// run, and abort waking every rank.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,10 +25,28 @@ std::vector<float> rank_values(int rank, size_t n) {
   for (size_t i = 0; i < n; ++i)  // magnitudes that make the summation order visible
     v[i] = static_cast<float>(std::pow(10.0, (rank * 7 + static_cast<int>(i)) % 9 - 4)) *
            (i % 2 ? 1.0f : -1.0f) * (1.0f + 0.1f * static_cast<float>(rank));
+  // Every fifth: 1, 1e8, -1e8, 1 on ranks 0-3, where ((1 + 1e8) - 1e8) + 1 = 1 but the tree gives
+  // (1 + 1e8) + (-1e8 + 1) = 0.
+  constexpr float kCancel[] = {1.0f, 1e8f, -1e8f, 1.0f};
+  for (size_t i = 0; i < n; i += 5) v[i] = kCancel[rank % 4];
   return v;
 }
 
-TEST(HostCommunicator, AllReduceIsTheRankOrderSumOnEveryRank) {
+// The tree written out per size: 1: v0; 2: v0 + v1; 3: (v0 + v1) + v2; 4: (v0 + v1) + (v2 + v3).
+float tree_of(const std::vector<std::vector<float>>& v, size_t i) {
+  switch (v.size()) {
+    case 1:
+      return v[0][i];
+    case 2:
+      return v[0][i] + v[1][i];
+    case 3:
+      return (v[0][i] + v[1][i]) + v[2][i];
+    default:
+      return (v[0][i] + v[1][i]) + (v[2][i] + v[3][i]);
+  }
+}
+
+TEST(HostCommunicator, AllReduceIsThePairwiseTreeOnEveryRank) {
   for (int size : {1, 2, 3, 4}) {
     HostCommGroup group(size);
     const size_t n = 1000;
@@ -40,13 +59,21 @@ TEST(HostCommunicator, AllReduceIsTheRankOrderSumOnEveryRank) {
         if (repeat == 2) results[static_cast<size_t>(c.rank())] = w;
       }
     });
-    std::vector<float> expected = rank_values(0, n);
-    for (int r = 1; r < size; ++r) {
-      const auto v = rank_values(r, n);
-      for (size_t i = 0; i < n; ++i) expected[i] += v[i];
+    std::vector<std::vector<float>> inputs;
+    for (int r = 0; r < size; ++r) inputs.push_back(rank_values(r, n));
+    std::vector<float> expected(n), rank_order(n);
+    size_t differs = 0;
+    for (size_t i = 0; i < n; ++i) {
+      expected[i] = tree_of(inputs, i);
+      rank_order[i] = inputs[0][i];
+      for (int r = 1; r < size; ++r) rank_order[i] += inputs[static_cast<size_t>(r)][i];
+      differs += expected[i] != rank_order[i] ? 1 : 0;
     }
     for (int r = 0; r < size; ++r)
       EXPECT_EQ(results[static_cast<size_t>(r)], expected) << "rank " << r << " of " << size;
+    if (size == 4) {  // the values make the order visible: a rank-order sum would fail above
+      EXPECT_GT(differs, 0u);
+    }
   }
 }
 

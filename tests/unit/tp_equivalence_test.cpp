@@ -1,7 +1,7 @@
 // Tensor parallelism on CPU ranks: TP = 1, 2 and 4 give logits equal within the fp32
-// reduction-order tolerance (docs/engine.md "Determinism") and identical tokens for 50 greedy and
-// 50 seeded sampled requests. tiny-b: 8 heads, 4 output groups, vocabulary 512, expert width 32
-// (all divisible by 4).
+// reduction-order tolerance (docs/engine.md "Determinism"), bit-identical ones with
+// executor.reduction_parts = 4, and identical tokens for 50 greedy and 50 seeded sampled requests.
+// tiny-b: 8 heads, 4 output groups, vocabulary 512, expert width 32 (all divisible by 4).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,9 +22,9 @@ constexpr double kTpTolerance = 1e-4;
 RuntimeOptions tiny_b() { return engine_test::runtime_options(0.02, 16, kExact, "tiny-b"); }
 
 // Prefill three sequences together (chunked), then decode steps: every step's logits.
-std::vector<std::vector<float>> run_steps(int tp) {
+std::vector<std::vector<float>> run_steps(int tp, int reduction_parts = 1) {
   Runtime rt(tiny_b());
-  Executor ex(rt, tp);
+  Executor ex(rt, tp, 0, reduction_parts);
   const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 150),
                                                   engine_test::make_prompt(2, 37),
                                                   engine_test::make_prompt(3, 260)};
@@ -83,6 +83,43 @@ TEST(TensorParallel, LogitsEqualWithinReductionOrderTolerance) {
 
 TEST(TensorParallel, SameRunTwiceIsBitIdentical) { EXPECT_EQ(run_steps(2), run_steps(2)); }
 
+// executor.reduction_parts = 4: wo_b and every w2 as 4 products added by the fixed tree, which a
+// rank continues with its share and the all-reduce with the ranks' results: TP 1, 2 and 4 give
+// the same bits. (At TP 1 it is another order than one product: a small, nonzero difference.)
+TEST(TensorParallel, ReductionPartsMakeLogitsBitIdenticalAcrossRanks) {
+  const auto one = run_steps(1, 4);
+  for (int tp : {2, 4}) {
+    EXPECT_EQ(run_steps(tp, 4), one) << "tp " << tp;
+  }
+  const auto plain = run_steps(1, 1);
+  double worst = 0;
+  for (size_t s = 0; s < one.size(); ++s)
+    for (size_t i = 0; i < one[s].size(); ++i)
+      worst = std::max(worst, std::abs(double(plain[s][i]) - one[s][i]));
+  EXPECT_LE(worst, kTpTolerance);
+  EXPECT_GT(worst, 0.0) << "4 parts gave one product's bits: were the sums split?";
+  std::printf("reduction_parts 4 vs 1 at TP=1: max |dlogit| = %.3g\n", worst);
+}
+
+TEST(TensorParallel, ReductionPartsThatDoNotFitAreRefusedNamingWhy) {
+  Runtime rt(tiny_b());
+  auto message = [&](int tp, int parts) {
+    try {
+      check_reduction_parts(rt.model_config(), tp, parts);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message(1, 3).find("power of two"), std::string::npos) << message(1, 3);
+  EXPECT_NE(message(4, 2).find("not a multiple of tensor_parallel = 4"), std::string::npos)
+      << message(4, 2);
+  // tiny-b's expert width is 32: 64 parts do not divide it.
+  EXPECT_NE(message(1, 64).find("an expert's width on a rank (32)"), std::string::npos)
+      << message(1, 64);
+  EXPECT_EQ(message(2, 4), "(accepted)");
+}
+
 TEST(TensorParallel, IdenticalTokensForFiftyGreedyAndFiftySampledRequests) {
   std::vector<engine::Request> requests;
   for (int i = 0; i < 100; ++i) {
@@ -95,22 +132,28 @@ TEST(TensorParallel, IdenticalTokensForFiftyGreedyAndFiftySampledRequests) {
       requests.back().sampling.top_p = 1.0f;
     }
   }
-  auto run = [&](int tp) {
+  auto run = [&](int tp, int parts) {
     Runtime rt(tiny_b());
     auto o = engine_test::engine_options(64, 512, 128);
     o.tensor_parallel = tp;
+    o.reduction_parts = parts;
     engine::Engine engine(rt, o);
     auto out = engine_test::run_all(engine, requests);
     EXPECT_EQ(engine.stats().main_pages_free, engine.stats().main_pages_total);
     return out;
   };
-  const auto one = run(1);
-  for (int tp : {2, 4}) {
-    const auto many = run(tp);
-    for (size_t i = 0; i < requests.size(); ++i) {
-      ASSERT_TRUE(many[i].finish);
-      EXPECT_EQ(*many[i].finish, engine::FinishReason::kLength) << many[i].error;
-      EXPECT_EQ(many[i].tokens, one[i].tokens) << "tp " << tp << ", request " << i;
+  // One product per rank (the default): the same tokens, though the logits differ by ~1e-5; with
+  // executor.reduction_parts = 4 the same bits, so the same tokens by construction.
+  for (int parts : {1, 4}) {
+    const auto one = run(1, parts);
+    for (int tp : {2, 4}) {
+      const auto many = run(tp, parts);
+      for (size_t i = 0; i < requests.size(); ++i) {
+        ASSERT_TRUE(many[i].finish);
+        EXPECT_EQ(*many[i].finish, engine::FinishReason::kLength) << many[i].error;
+        EXPECT_EQ(many[i].tokens, one[i].tokens)
+            << "tp " << tp << ", parts " << parts << ", request " << i;
+      }
     }
   }
 }

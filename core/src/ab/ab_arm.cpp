@@ -126,6 +126,7 @@ std::vector<std::array<std::string, 3>> config_differences(const Arm& a, const A
   add("model.max_context", num(x.model.max_context), num(y.model.max_context));
   add("executor.device", x.executor.device, y.executor.device);
   add("executor.tensor_parallel", num(x.executor.tensor_parallel), num(y.executor.tensor_parallel));
+  add("executor.reduction_parts", num(x.executor.reduction_parts), num(y.executor.reduction_parts));
   add("kv_cache.plugin", x.kv_cache.plugin, y.kv_cache.plugin);
   add("kv_cache.options", x.kv_cache.options_json, y.kv_cache.options_json);
   add("kv_cache.page_size", num(x.kv_cache.page_size), num(y.kv_cache.page_size));

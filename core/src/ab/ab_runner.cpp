@@ -171,10 +171,12 @@ AbReport run_ab(ArmPair& arms, const std::vector<AbPrompt>& prompts, const AbOpt
   if (engine) {
     exec_a = std::make_unique<Executor>(*arms.a.runtime,
                                         static_cast<int>(arms.a.config.executor.tensor_parallel),
-                                        static_cast<int>(arms.a.config.executor.threads));
+                                        static_cast<int>(arms.a.config.executor.threads),
+                                        static_cast<int>(arms.a.config.executor.reduction_parts));
     exec_b = std::make_unique<Executor>(*arms.b.runtime,
                                         static_cast<int>(arms.b.config.executor.tensor_parallel),
-                                        static_cast<int>(arms.b.config.executor.threads));
+                                        static_cast<int>(arms.b.config.executor.threads),
+                                        static_cast<int>(arms.b.config.executor.reduction_parts));
   }
   for (size_t s = 0; s < report.sequences.size(); ++s) {
     ScoredSequence& seq = report.sequences[s];

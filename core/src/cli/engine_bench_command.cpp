@@ -30,6 +30,10 @@ void add_engine_bench_command(CLI::App& app) {
   cmd->add_option("--prompt-tokens", o->prompt_tokens)->capture_default_str();
   cmd->add_option("--output-tokens", o->output_tokens)->capture_default_str();
   cmd->add_option("--tp", o->tensor_parallel, "tensor-parallel CPU ranks")->capture_default_str();
+  cmd->add_option("--reduction-parts", o->reduction_parts,
+                  "executor.reduction_parts: wo_b and w2 as this many tree-added products")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--prefix-cache", o->prefix_cache, "turn the prefix cache on");
   cmd->add_option("--memory-gib", o->memory_gib, "kv cache")->capture_default_str();
   cmd->add_option("--temperature", o->temperature)->capture_default_str();

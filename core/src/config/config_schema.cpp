@@ -123,6 +123,13 @@ const std::vector<KeySpec>& keys() {
               "Number of ranks (one per GPU, or CPU ranks in one process)."),
       integer("executor", "threads", TS_CONFIG_FIELD(executor.threads), 0, {0, 1024},
               "CPU worker threads in all; 0 uses every hardware thread, shared among the ranks."),
+      integer("executor", "reduction_parts", TS_CONFIG_FIELD(executor.reduction_parts), 1, {1, 64},
+              "The sums a tensor-parallel split shares (attention's wo_b, the experts' w2) run as "
+              "this many products over equal input ranges, added by a fixed pairwise tree that "
+              "the CPU ranks' all-reduce continues: with any tensor_parallel dividing it, the "
+              "logits are bit-identical (docs/engine.md \"Determinism\"). A power of two that "
+              "divides those widths and is a multiple of tensor_parallel; 1 (off: one product per "
+              "rank) is fastest."),
       // [kv_cache]
       text("kv_cache", "plugin", TS_CONFIG_FIELD(kv_cache.plugin), std::string_view("bf16"),
            "KV-cache format plugin: \"bf16\", \"fp8\" or any installed format."),

@@ -75,7 +75,8 @@ Engine::Engine(Runtime& runtime, const EngineOptions& options,
     think_end_ = tokenizer_->token_to_id("</think>").value_or(-1);
   }
 
-  executor_ = std::make_unique<Executor>(runtime, options_.tensor_parallel, options_.threads);
+  executor_ = std::make_unique<Executor>(runtime, options_.tensor_parallel, options_.threads,
+                                         options_.reduction_parts);
   const int64_t page = runtime.pools().main.entries_per_page();
   prefix_block_ = page;
   for (int64_t m : config.compress_ratios)

@@ -71,6 +71,7 @@ LevelRun run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBen
   eo.max_tokens_limit = std::max<int64_t>(o.output_tokens, 1);
   eo.defaults.max_tokens = o.output_tokens;
   eo.tensor_parallel = o.tensor_parallel;
+  eo.reduction_parts = o.reduction_parts;
   Engine engine(rt, eo, tok);
   const int64_t total = o.requests > 0 ? o.requests : std::max<int64_t>(2 * concurrency, 16);
 
@@ -250,14 +251,13 @@ std::string format_engine_bench(const EngineBenchOptions& o,
                                 const std::vector<EngineBenchRow>& rows) {
   std::string s = fmt::format(
       "engine bench: {} ({} linear weights, {} activations), prompt {} + output {} tokens, tp {}, "
-      "prefix cache "
-      "{}, temperature {}, top_p {}, warm-up {}\n\n",
+      "reduction parts {}, prefix cache {}, temperature {}, top_p {}, warm-up {}\n\n",
       o.model_dir.empty() ? "preset " + o.preset : o.model_dir,
       !o.weights.empty()    ? o.weights
       : o.model_dir.empty() ? "fp32"
                             : "bf16 where exact",
-      o.dtype, o.prompt_tokens, o.output_tokens, o.tensor_parallel, o.prefix_cache ? "on" : "off",
-      o.temperature, o.top_p,
+      o.dtype, o.prompt_tokens, o.output_tokens, o.tensor_parallel, o.reduction_parts,
+      o.prefix_cache ? "on" : "off", o.temperature, o.top_p,
       o.warmup < 0 ? std::string("one wave (concurrency requests)")
                    : fmt::format("{} requests", o.warmup));
   s += "| concurrency | requests | output tok/s | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 "

@@ -30,6 +30,7 @@ struct EngineBenchOptions {
   int64_t prompt_tokens = 128;
   int64_t output_tokens = 64;
   int tensor_parallel = 1;
+  int reduction_parts = 1;  // executor.reduction_parts
   bool prefix_cache = false;
   double memory_gib = 0.5;
   double temperature = 1.0;

@@ -14,6 +14,7 @@ EngineOptions EngineOptions::from_config(const Config& config) {
   o.max_queue = config.limits.max_queue;
   o.defaults = config.sampler.defaults;
   o.tensor_parallel = static_cast<int>(config.executor.tensor_parallel);
+  o.reduction_parts = static_cast<int>(config.executor.reduction_parts);
   o.threads = static_cast<int>(config.executor.threads);
   const auto& guard = config.generation.repetition_guard;
   o.repetition_mode = guard.mode;

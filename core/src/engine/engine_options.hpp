@@ -21,6 +21,7 @@ struct EngineOptions {
   int64_t max_queue = 1024;  // requests waiting for a slot
   SamplingDefaults defaults{1.0, 1.0, 0, 0.0, 1.0, 0.0, 0.0, 4096, -1};
   int tensor_parallel = 1;
+  int reduction_parts = 1;               // executor.reduction_parts
   int threads = 0;                       // CPU threads for all ranks (0: hardware threads)
   std::string repetition_mode = "stop";  // [generation.repetition_guard] mode
   generation::RepetitionGuardOptions repetition;

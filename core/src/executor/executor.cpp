@@ -23,9 +23,12 @@ struct Executor::RankResources {
   std::unique_ptr<KvPools> pools;
 };
 
-Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime_(runtime) {
+Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduction_parts)
+    : runtime_(runtime) {
   const dsv4::ModelConfig& config = runtime.model_config();
   check_tensor_parallel(config, tensor_parallel);
+  check_reduction_parts(config, tensor_parallel, reduction_parts);
+  const int parts_per_rank = std::max(1, reduction_parts / tensor_parallel);  // 1 when off
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int total = threads > 0 ? threads : hw;
   if (tensor_parallel > 1 || threads > 0) {
@@ -37,6 +40,7 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
     ranks_.push_back(std::make_unique<Rank>(config, *runtime.weights(), runtime.kv_format(),
                                             runtime.attention(), runtime.pools(), nullptr));
     ranks_.back()->set_bf16_activations(runtime.options().bf16_activations);
+    ranks_.back()->set_reduction_parts(parts_per_rank);
     return;
   }
   group_ = std::make_unique<HostCommGroup>(tensor_parallel);
@@ -72,6 +76,7 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads) : runtime
   }
   for (auto& rank : ranks_) {
     rank->set_bf16_activations(o.bf16_activations);
+    rank->set_reduction_parts(parts_per_rank);
   }
   for (int r = 1; r < tensor_parallel; ++r) {
     workers_.emplace_back([this, r] { worker_loop(r); });

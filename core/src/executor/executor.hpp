@@ -26,8 +26,9 @@ namespace tessera {
 
 class Executor {
  public:
-  // threads: CPU threads for all ranks together (0: hardware threads).
-  Executor(Runtime& runtime, int tensor_parallel, int threads = 0);
+  // threads: CPU threads for all ranks together (0: hardware threads). reduction_parts:
+  // executor.reduction_parts (docs/engine.md "Determinism"; checked by check_reduction_parts).
+  Executor(Runtime& runtime, int tensor_parallel, int threads = 0, int reduction_parts = 1);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;

@@ -1,7 +1,9 @@
 #include "executor/host_communicator.hpp"
 
 #include <cstring>
+#include <vector>
 
+#include "ops/tree_sum.hpp"
 #include "util/check.hpp"
 
 namespace tessera {
@@ -17,13 +19,13 @@ class HostCommunicator final : public Communicator {
     if (group_.size() == 1) return;
     post(data);
     sum_.resize(count);
-    // Fixed order: ((rank0 + rank1) + rank2) + ... for every element, on every rank.
-    const auto* first = static_cast<const float*>(group_.posted_[0]);
-    std::memcpy(sum_.data(), first, count * sizeof(float));
-    for (int r = 1; r < group_.size(); ++r) {
-      const auto* src = static_cast<const float*>(group_.posted_[static_cast<size_t>(r)]);
-      for (size_t i = 0; i < count; ++i) sum_[i] += src[i];
-    }
+    // Fixed order, the same on every rank: the pairwise tree over ranks of ops/tree_sum.hpp
+    // ((rank0 + rank1) + (rank2 + rank3) for 4), which continues each rank's own tree of its
+    // reduction parts (executor.reduction_parts).
+    std::vector<const float*> parts;
+    for (int r = 0; r < group_.size(); ++r)
+      parts.push_back(static_cast<const float*>(group_.posted_[static_cast<size_t>(r)]));
+    ops::tree_sum(parts, static_cast<int64_t>(count), sum_.data());
     group_.wait_all();  // everyone has read every buffer: now each may overwrite its own
     std::memcpy(data, sum_.data(), count * sizeof(float));
   }

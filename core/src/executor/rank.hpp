@@ -36,6 +36,7 @@ class Rank {
   size_t snapshots() const { return snapshots_.size(); }
   const KvPools& pools() const { return pools_; }
   void set_bf16_activations(bool on) { model_.set_bf16_activations(on); }
+  void set_reduction_parts(int parts) { model_.set_reduction_parts(parts); }
 
  private:
   const dsv4::ModelConfig& config_;

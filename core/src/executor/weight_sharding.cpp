@@ -1,6 +1,7 @@
 #include "executor/weight_sharding.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include "util/check.hpp"
 
@@ -73,6 +74,31 @@ void check_tensor_parallel(const dsv4::ModelConfig& config, int ranks) {
   require_divisible(config.o_groups, ranks, "o_groups");
   require_divisible(config.vocab_size, ranks, "vocab_size");
   require_divisible(config.moe_intermediate_size, ranks, "moe_intermediate_size");
+}
+
+void check_reduction_parts(const dsv4::ModelConfig& config, int ranks, int parts) {
+  TS_CHECK(parts >= 1 && std::has_single_bit(static_cast<unsigned>(parts)),
+           "executor.reduction_parts = {}: must be a power of two (1, 2, 4, ...)", parts);
+  if (parts == 1) {
+    return;  // off: one product per rank, whatever the ranks
+  }
+  TS_CHECK(parts % ranks == 0,
+           "executor.reduction_parts = {} is not a multiple of tensor_parallel = {}: each rank "
+           "must hold whole parts (use {} or a multiple)",
+           parts, ranks, ranks);
+  // Each rank's share of wo_b's input (whole output groups) and of every expert's intermediate
+  // width is split into parts / ranks equal column ranges.
+  const int64_t per_rank = parts / ranks;
+  auto require = [&](int64_t width, const char* what) {
+    TS_CHECK(width % per_rank == 0,
+             "executor.reduction_parts = {} gives each of the {} rank(s) {} parts, which do not "
+             "divide {} ({}); choose fewer parts",
+             parts, ranks, per_rank, what, width);
+  };
+  require(config.o_groups * config.o_lora_rank / ranks, "wo_b's input on a rank");
+  require(config.moe_intermediate_size / ranks, "an expert's width on a rank");
+  require(config.moe_intermediate_size * config.n_shared_experts / ranks,
+          "the shared expert's width on a rank");
 }
 
 dsv4::ModelWeights shard_model_weights(const dsv4::ModelConfig& config,

@@ -15,6 +15,11 @@ namespace tessera {
 // Throws tessera::Error naming the dimension that `ranks` does not divide.
 void check_tensor_parallel(const dsv4::ModelConfig& config, int ranks);
 
+// Throws tessera::Error unless executor.reduction_parts = `parts` works with `ranks`: 1 (off: one
+// product per rank), or a power of two, a multiple of ranks, dividing each rank's wo_b input and
+// expert widths (naming which).
+void check_reduction_parts(const dsv4::ModelConfig& config, int ranks, int parts);
+
 // Rank `rank`'s share of `full` (a copy; replicated tensors are copied whole).
 dsv4::ModelWeights shard_model_weights(const dsv4::ModelConfig& config,
                                        const dsv4::ModelWeights& full, int rank, int ranks);

@@ -8,6 +8,8 @@
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
+#include "ops/tree_sum.hpp"
+#include "util/uninitialized_vector.hpp"
 
 namespace tessera::dsv4 {
 
@@ -268,7 +270,30 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
                                          G * OL, g * OL, OL));
   }
   ops::linear_group(groups);
-  ops::linear(z.data(), T, w.wo_b, out);
+  if (ctx.reduction_parts <= 1) {
+    ops::linear(z.data(), T, w.wo_b, out);
+    return;
+  }
+  // executor.reduction_parts: wo_b's sum over G * OL inputs as that many products over
+  // contiguous input ranges, added by the fixed tree (ops/tree_sum.hpp).
+  const auto parts = static_cast<size_t>(ctx.reduction_parts);
+  const int64_t width = G * OL / ctx.reduction_parts;
+  std::vector<UninitializedVector<float>> extra(parts - 1);
+  std::vector<const float*> sums{out};
+  std::vector<ops::GemmNtArgs> products;
+  for (size_t q = 0; q < parts; ++q) {
+    float* y = out;
+    if (q > 0) {
+      extra[q - 1].resize(static_cast<size_t>(T * cfg.hidden_size));
+      y = extra[q - 1].data();
+      sums.push_back(y);
+    }
+    const ops::GemmNtArgs whole =
+        ops::weight_product(z.data(), T, G * OL, w.wo_b, y, w.wo_b.shape[0]);
+    products.push_back(ops::input_columns(whole, static_cast<int64_t>(q) * width, width));
+  }
+  ops::linear_group(products);
+  ops::tree_sum(sums, T * cfg.hidden_size, out);
 }
 
 }  // namespace tessera::dsv4

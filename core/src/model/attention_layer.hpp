@@ -24,6 +24,9 @@ struct AttentionContext {
   KvPools& pools;
   const PluginInstance& backend;
   std::vector<uint8_t>& workspace;  // grown on demand, reused across layers and steps
+  // wo_b's sum as this many products added by ops::tree_sum (executor.reduction_parts / ranks;
+  // 1: one product). Must divide its input width.
+  int reduction_parts = 1;
 };
 
 // x: [T, D] normalised block input; positions [T]; out: [T, D]. With sharded weights (a

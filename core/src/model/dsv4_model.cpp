@@ -51,7 +51,7 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   ForwardStats& st = stats ? *stats : local;
   std::vector<float> x(static_cast<size_t>(T * D)), block_out(x.size());
   const float eps = static_cast<float>(config_.rms_norm_eps);
-  AttentionContext ctx{config_, kv_format_, pools_, attention_, workspace_};
+  AttentionContext ctx{config_, kv_format_, pools_, attention_, workspace_, reduction_parts_};
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const Layer& layer = weights_.layers[l];
     HcMix mix = hc_pre(config_, layer.hc_attn, streams.data(), T, x.data());
@@ -64,7 +64,7 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
     mix = hc_pre(config_, layer.hc_ffn, streams.data(), T, x.data());
     ops::rms_norm(x.data(), T, D, layer.ffn_norm.ptr(), eps);
     moe_forward(config_, layer.ffn, config_.is_hash_layer(l), x.data(), ids.data(), T,
-                block_out.data());
+                block_out.data(), reduction_parts_);
     if (comm_) comm_->all_reduce_sum(block_out.data(), block_out.size());  // sum over expert shards
     hc_post(config_, mix, block_out.data(), streams.data(), T);
     if (st.capture_streams) st.layer_streams.push_back(streams);

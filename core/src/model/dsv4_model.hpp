@@ -52,6 +52,9 @@ class Model {
   // (ops::Bf16ActivationScope); the caller checked ops::gemm_nt_bf16_available().
   void set_bf16_activations(bool on) { bf16_activations_ = on; }
   bool bf16_activations() const { return bf16_activations_; }
+  // executor.reduction_parts / ranks: wo_b's and the experts' w2 sums run as this many products
+  // added by ops::tree_sum (1: one product each). The caller checked it divides their widths.
+  void set_reduction_parts(int parts) { reduction_parts_ = parts; }
 
  private:
   const ModelConfig& config_;
@@ -61,6 +64,7 @@ class Model {
   KvPools& pools_;
   Communicator* comm_ = nullptr;
   bool bf16_activations_ = false;
+  int reduction_parts_ = 1;
   std::vector<ops::RopeTable> rope_;  // per layer
   std::vector<uint8_t> workspace_;
 };

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
+#include "ops/tree_sum.hpp"
 #include "util/check.hpp"
 #include "util/uninitialized_vector.hpp"
 
@@ -40,10 +42,26 @@ struct ExpertRun {
   float* y;  // [rows, D]
 };
 
-// y = w2 . swiglu(w1 x, w3 x) for every run: each step is one linear_group over all the experts,
-// so the threads share the whole layer's GEMMs (a batch's routed experts have ~tokens * K / E
-// rows each: too small to split one GEMM well) with one hand-off per step.
-void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, int64_t D) {
+// Where part q of run i's down projection goes: run i's y for q = 0, else the same offset in part
+// q's copy of the buffer the run writes (its shared / routed output).
+struct PartOutputs {
+  std::span<float* const> shared;  // [parts]: part q's [T, D] shared-expert output
+  std::span<float* const> routed;  // [parts]: part q's [routed rows, D] results
+  const float* routed_base;        // part 0's routed buffer (runs' y index into it)
+  float* y(const ExpertRun& r, size_t run, size_t q) const {
+    if (q == 0) {
+      return r.y;
+    }
+    return run == 0 ? shared[q] : routed[q] + (r.y - routed_base);
+  }
+};
+
+// y = w2 . swiglu(w1 x, w3 x) for every run (run 0: the shared expert): each step is one
+// linear_group over all the experts, so the threads share the whole layer's GEMMs (a batch's
+// routed experts have ~tokens * K / E rows each: too small to split one GEMM well) with one
+// hand-off per step. With several parts, w2 runs once per column range of the hidden width.
+void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, int64_t D,
+                 const PartOutputs& outputs) {
   // Run i's [rows, I_i] gate and up activations start at hidden[i] in the layer's buffers (the
   // shared expert's I may differ from the routed ones').
   std::vector<int64_t> hidden(runs.size() + 1, 0);
@@ -69,10 +87,16 @@ void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, 
     swiglu(gate.data() + first, up.data() + first, std::min(kPerItem, total - first), limit);
   });
   gemms.clear();
+  const size_t parts = outputs.shared.size();
   for (size_t i = 0; i < runs.size(); ++i) {
     const ExpertRun& r = runs[i];
-    gemms.push_back(ops::weight_product(gate.data() + hidden[i], r.rows, r.expert->w1.shape[0],
-                                        r.expert->w2, r.y, D));
+    const int64_t I = r.expert->w1.shape[0], width = I / static_cast<int64_t>(parts);
+    for (size_t q = 0; q < parts; ++q) {
+      const ops::GemmNtArgs whole = ops::weight_product(gate.data() + hidden[i], r.rows, I,
+                                                        r.expert->w2, outputs.y(r, i, q), D);
+      gemms.push_back(
+          parts == 1 ? whole : ops::input_columns(whole, static_cast<int64_t>(q) * width, width));
+    }
   }
   ops::linear_group(gemms);
 }
@@ -80,7 +104,8 @@ void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, 
 }  // namespace
 
 void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, const float* x,
-                 const int32_t* token_ids, int64_t tokens, float* out) {
+                 const int32_t* token_ids, int64_t tokens, float* out, int parts) {
+  TS_CHECK(parts >= 1, "moe: {} reduction parts", parts);
   const int64_t D = config.hidden_size, E = config.n_routed_experts, K = config.experts_per_token;
   std::vector<float> scores(static_cast<size_t>(tokens * E));
   ops::linear(x, tokens, moe.gate, scores.data());
@@ -153,7 +178,18 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
                       static_cast<int64_t>(rows.size()), results.data() + first[e] * D});
     }
   }
-  run_experts(config, runs, D);
+  // Parts 1.. of the down projections' outputs (part 0 writes `out` and `results`); every value
+  // is written by the products.
+  const auto P = static_cast<size_t>(parts);
+  std::vector<UninitializedVector<float>> extra_shared(P - 1), extra_routed(P - 1);
+  std::vector<float*> shared_parts{out}, routed_parts{results.data()};
+  for (size_t q = 1; q < P; ++q) {
+    extra_shared[q - 1] = UninitializedVector<float>(static_cast<size_t>(tokens * D));
+    extra_routed[q - 1] = UninitializedVector<float>(results.size());
+    shared_parts.push_back(extra_shared[q - 1].data());
+    routed_parts.push_back(extra_routed[q - 1].data());
+  }
+  run_experts(config, runs, D, PartOutputs{shared_parts, routed_parts, results.data()});
 
   // Per token, its (result row, weight) pairs in expert order.
   std::vector<int64_t> count(static_cast<size_t>(tokens), 0), src(static_cast<size_t>(tokens * K));
@@ -165,20 +201,27 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
       weight[t * K + count[t]++] = weight_of[e][r];
     }
   }
+  // Each part: its shared output plus its routed results, token by token in expert order.
   constexpr int64_t kTokensPerItem = 8;
-  ops::parallel_for(
-      (tokens + kTokensPerItem - 1) / kTokensPerItem, ops::compute_threads(), [&](int64_t c) {
-        for (int64_t t = c * kTokensPerItem; t < std::min(tokens, (c + 1) * kTokensPerItem); ++t) {
-          float* dst = out + t * D;
-          for (int64_t k = 0; k < count[t]; ++k) {
-            const float w = weight[t * K + k];
-            const float* row = results.data() + src[t * K + k] * D;
-            for (int64_t i = 0; i < D; ++i) {
-              dst[i] += w * row[i];
-            }
-          }
+  const int64_t items = (tokens + kTokensPerItem - 1) / kTokensPerItem;
+  ops::parallel_for(items * parts, ops::compute_threads(), [&](int64_t c) {
+    const auto q = static_cast<size_t>(c / items);
+    const int64_t t0 = c % items * kTokensPerItem;
+    for (int64_t t = t0; t < std::min(tokens, t0 + kTokensPerItem); ++t) {
+      float* dst = shared_parts[q] + t * D;
+      for (int64_t k = 0; k < count[t]; ++k) {
+        const float w = weight[t * K + k];
+        const float* row = routed_parts[q] + src[t * K + k] * D;
+        for (int64_t i = 0; i < D; ++i) {
+          dst[i] += w * row[i];
         }
-      });
+      }
+    }
+  });
+  if (P > 1) {
+    ops::tree_sum(std::vector<const float*>(shared_parts.begin(), shared_parts.end()), tokens * D,
+                  out);
+  }
 }
 
 }  // namespace tessera::dsv4

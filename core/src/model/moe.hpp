@@ -11,8 +11,11 @@
 
 namespace tessera::dsv4 {
 
-// x [T, D] (post ffn_norm), token_ids [T] (for hash routing) -> out [T, D]
+// x [T, D] (post ffn_norm), token_ids [T] (for hash routing) -> out [T, D]. With parts > 1 every
+// expert's down projection (w2, a sum over its intermediate dimension) runs as `parts` products
+// over contiguous column ranges, each combined over the experts on its own, and the parts are
+// added by ops::tree_sum (executor.reduction_parts: the order a tensor-parallel split continues).
 void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, const float* x,
-                 const int32_t* token_ids, int64_t tokens, float* out);
+                 const int32_t* token_ids, int64_t tokens, float* out, int parts = 1);
 
 }  // namespace tessera::dsv4

@@ -258,6 +258,19 @@ GemmNtArgs weight_product(const float* x, int64_t rows, int64_t ldx, const dsv4:
   return a;
 }
 
+GemmNtArgs input_columns(GemmNtArgs a, int64_t first, int64_t count) {
+  TS_CHECK(first >= 0 && count >= 0 && first + count <= a.in,
+           "linear: input columns {}+{} of a product over {}", first, count, a.in);
+  a.x += first;
+  if (a.w_bf16 != nullptr) {
+    a.w_bf16 += first;
+  } else {
+    a.w += first;
+  }
+  a.in = count;
+  return a;
+}
+
 void linear_scanned(const float* x, int64_t rows, const dsv4::Tensor& w, float* y,
                     std::span<RowScan> scans, std::span<float> group_max) {
   TS_CHECK(w.shape.size() == 2, "linear: weight must be 2-D, has {} dims", w.shape.size());

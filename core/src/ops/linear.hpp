@@ -40,6 +40,10 @@ void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const
 GemmNtArgs weight_product(const float* x, int64_t rows, int64_t ldx, const dsv4::Tensor& w,
                           float* y, int64_t ldy, int64_t first_row = 0, int64_t out = -1);
 
+// The same product over input columns [first, first + count) only (x's and W's; rows, ldx, ldw
+// unchanged): one part of a sum over the inner dimension (executor.reduction_parts).
+GemmNtArgs input_columns(GemmNtArgs a, int64_t first, int64_t count);
+
 // Several products in one parallel pass: their column blocks are shared over the compute threads
 // together, so a batch of small GEMMs (a MoE layer's experts, the projections that read the same
 // x) costs one hand-off to the helpers instead of one each, and a thread that finishes its share
