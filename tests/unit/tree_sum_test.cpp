@@ -18,7 +18,7 @@ std::vector<std::vector<float>> make_parts(int n, int64_t count) {
   std::vector<std::vector<float>> parts(static_cast<size_t>(n));
   for (int p = 0; p < n; ++p) {
     for (int64_t i = 0; i < count; ++i) {
-      const int e = static_cast<int>((p * 5 + i * 3) % 13) - 4;
+      const int e = static_cast<int>((int64_t{p} * 5 + i * 3) % 13) - 4;
       const float sign = (p + i) % 3 == 0 ? -1.0f : 1.0f;
       parts[static_cast<size_t>(p)].push_back(sign * static_cast<float>(std::pow(10.0, e)) *
                                               (1.0f + 0.37f * static_cast<float>(p)));
@@ -31,8 +31,12 @@ std::vector<std::vector<float>> make_parts(int n, int64_t count) {
 float level_order(std::vector<float> v) {
   while (v.size() > 1) {
     std::vector<float> next;
-    for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(v[i] + v[i + 1]);
-    if (v.size() % 2 == 1) next.push_back(v.back());
+    for (size_t i = 0; i + 1 < v.size(); i += 2) {
+      next.push_back(v[i] + v[i + 1]);
+    }
+    if (v.size() % 2 == 1) {
+      next.push_back(v.back());
+    }
     v = next;
   }
   return v[0];
@@ -40,7 +44,10 @@ float level_order(std::vector<float> v) {
 
 std::vector<const float*> pointers(const std::vector<std::vector<float>>& parts) {
   std::vector<const float*> p;
-  for (const auto& v : parts) p.push_back(v.data());
+  p.reserve(parts.size());
+  for (const auto& v : parts) {
+    p.push_back(v.data());
+  }
   return p;
 }
 
@@ -79,8 +86,9 @@ TEST(TreeSum, ContiguousPowerOfTwoRunsAreSubtrees) {
     std::vector<std::vector<float>> rank_sums;
     for (int r = 0; r < ranks; ++r) {
       std::vector<const float*> mine;
-      for (int q = r * per; q < (r + 1) * per; ++q)
+      for (int q = r * per; q < (r + 1) * per; ++q) {
         mine.push_back(parts[static_cast<size_t>(q)].data());
+      }
       rank_sums.emplace_back(static_cast<size_t>(count));
       tree_sum(mine, count, rank_sums.back().data());
     }
@@ -103,7 +111,9 @@ TEST(TreeSum, IntoItsFirstPartAndOnAnyThreadCount) {
   auto in_place = parts;
   tree_sum(pointers(in_place), count, in_place[0].data());
   EXPECT_EQ(in_place[0], expected);
-  for (size_t p = 1; p < parts.size(); ++p) EXPECT_EQ(in_place[p], parts[p]) << "part " << p;
+  for (size_t p = 1; p < parts.size(); ++p) {
+    EXPECT_EQ(in_place[p], parts[p]) << "part " << p;
+  }
   std::vector<float> one(1);
   tree_sum(pointers(parts), 1, one.data());  // a single element
   EXPECT_EQ(one[0], expected[0]);

@@ -22,9 +22,10 @@ class HostCommunicator final : public Communicator {
     // Fixed order, the same on every rank: the pairwise tree over ranks of ops/tree_sum.hpp
     // ((rank0 + rank1) + (rank2 + rank3) for 4), which continues each rank's own tree of its
     // reduction parts (executor.reduction_parts).
-    std::vector<const float*> parts;
-    for (int r = 0; r < group_.size(); ++r)
-      parts.push_back(static_cast<const float*>(group_.posted_[static_cast<size_t>(r)]));
+    std::vector<const float*> parts(static_cast<size_t>(group_.size()));
+    for (size_t r = 0; r < parts.size(); ++r) {
+      parts[r] = static_cast<const float*>(group_.posted_[r]);
+    }
     ops::tree_sum(parts, static_cast<int64_t>(count), sum_.data());
     group_.wait_all();  // everyone has read every buffer: now each may overwrite its own
     std::memcpy(data, sum_.data(), count * sizeof(float));
