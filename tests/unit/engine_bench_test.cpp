@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "bench/machine.hpp"
+
 namespace tessera::engine {
 namespace {
 
@@ -49,6 +51,9 @@ TEST(EngineBench, RoundsAlternateTheLevelsAndEachRowSumsItsRuns) {
   const std::string text = format_engine_bench(o, rows);
   EXPECT_NE(text.find("over 3 rounds; round by round"), std::string::npos) << text;
   EXPECT_NE(text.find("before each run, two threads' cache-line round trip"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nmachine: " + bench::machine_description() + "\n\n| concurrency"),
+            std::string::npos)
       << text;
 }
 

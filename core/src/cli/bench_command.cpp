@@ -7,6 +7,7 @@
 
 #include "bench/decode_bench.hpp"
 #include "bench/gemm_bench.hpp"
+#include "bench/machine.hpp"
 #include "bench/sampler_bench.hpp"
 #include "cli/commands.hpp"
 
@@ -30,7 +31,8 @@ void add_bench_command(CLI::App& app) {
   decode->add_option("--plugin-dir", options->plugin_dir, "extra plugin directory");
   decode->callback([options] {
     const auto result = bench::run_decode_bench(*options);
-    fmt::print("{}", bench::format_decode_table(*options, result));
+    fmt::print("machine: {}\n\n{}", bench::machine_description(),
+               bench::format_decode_table(*options, result));
   });
   auto gemm_options = std::make_shared<bench::GemmBenchOptions>();
   auto* gemm = bench->add_subcommand(
@@ -40,7 +42,10 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   gemm->add_option("--seconds", gemm_options->seconds_per_cell, "time per table cell")
       ->capture_default_str();
-  gemm->callback([gemm_options] { fmt::print("{}", bench::run_gemm_bench(*gemm_options)); });
+  gemm->callback([gemm_options] {
+    fmt::print("machine: {}\n\n{}", bench::machine_description(),
+               bench::run_gemm_bench(*gemm_options));
+  });
   auto sampler_options = std::make_shared<bench::SamplerBenchOptions>();
   auto* sampler = bench->add_subcommand(
       "sampler", "one step's sampling: the sampler plugin on a batch of Gaussian logit rows");
@@ -70,8 +75,10 @@ void add_bench_command(CLI::App& app) {
                    "maxima, found beforehand as the vocabulary head finds them")
       ->check(CLI::IsMember({"none", "groups"}))
       ->capture_default_str();
-  sampler->callback(
-      [sampler_options] { fmt::print("{}", bench::run_sampler_bench(*sampler_options)); });
+  sampler->callback([sampler_options] {
+    fmt::print("machine: {}\n\n{}", bench::machine_description(),
+               bench::run_sampler_bench(*sampler_options));
+  });
 }
 
 }  // namespace tessera::cli

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/decode_bench.hpp"
+#include "bench/machine.hpp"
 #include "bench/thread_handoff.hpp"
 #include "engine/engine.hpp"
 #include "runtime/runtime.hpp"
@@ -260,6 +261,7 @@ std::string format_engine_bench(const EngineBenchOptions& o,
       o.prefix_cache ? "on" : "off", o.temperature, o.top_p,
       o.warmup < 0 ? std::string("one wave (concurrency requests)")
                    : fmt::format("{} requests", o.warmup));
+  s.insert(s.size() - 1, fmt::format("machine: {}\n", bench::machine_description()));
   s += "| concurrency | requests | output tok/s | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 "
        "ms | steps | tokens/step | step ms | host µs/step (schedule + sample + output) | host % "
        "|\n";
