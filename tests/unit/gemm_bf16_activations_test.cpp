@@ -3,7 +3,10 @@
 // sum of the rounded inputs' products (exact in bf16 x bf16, so only the fp32 additions err), for
 // every tail of rows, columns and K; the kernel keeps the fp32 kernel's promises (a row's bits do
 // not depend on its batch, its neighbours, the thread split or a group); the scope reaches the
-// helper threads and ends with its owner; fp32 weights stay fp32.
+// helper threads and ends with its owner; fp32 weights stay fp32. With TESSERA_AMX=1 on a CPU with
+// AMX-BF16 the products run on AMX tiles (gemm_nt_amx.cpp) and these tests check that kernel (ctest
+// runs this binary twice: gemm_bf16_activations_amx sets it); the last one checks it is the one
+// that runs there, against the vdpbf16ps kernel called directly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 #include "gemm_harness.hpp"
 #include "ops/compute_threads.hpp"
 #include "ops/gemm_nt.hpp"
+#include "ops/gemm_nt_blocks.hpp"
 #include "ops/linear.hpp"
 
 namespace tessera::ops {
@@ -168,6 +172,42 @@ TEST_F(GemmBf16Test, ScopeNestsAndReachesTheHelpers) {
     seen[static_cast<size_t>(i)] = bf16_activations();
   });
   EXPECT_EQ(seen, std::vector<int>(64, 0)) << "a helper kept an earlier caller's setting";
+}
+
+// Where AMX is usable, bf16 products run on it: the same values within the fp32 bound of the
+// vdpbf16ps kernel (called directly here), in other bits (the two accumulate in other orders).
+TEST_F(GemmBf16Test, OnAmxTheTilesRunAndAgreeWithTheVdpbf16psKernel) {
+  if (!gemm_nt_amx_available()) {
+    GTEST_SKIP() << "AMX off (TESSERA_AMX is not 1) or not on this CPU: vdpbf16ps runs";
+  }
+  const int64_t rows = 37, out = 100, in = 517;
+  const auto x = random_values(static_cast<size_t>(rows * in), 11);
+  const dsv4::Tensor w = bf16_weight(out, in, 12);
+  std::vector<float> amx(static_cast<size_t>(rows * out));
+  {
+    const Bf16ActivationScope precision(true);
+    linear(x.data(), rows, w, amx.data());
+  }
+  std::vector<uint16_t> xb(static_cast<size_t>(rows * in));
+  round_rows_to_bf16(x.data(), rows, in, in, xb.data());
+  std::vector<float> dp(amx.size());
+  GemmNtArgs a{nullptr, rows, in, in, nullptr, out, in, dp.data(), out};
+  a.w_bf16 = w.bf16.data();
+  a.x_bf16 = xb.data();
+  gemm_detail::gemm_nt_range_bf16(a, 0, out);
+  int differ = 0;
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t n = 0; n < out; ++n) {
+      double mag = 0;
+      for (int64_t k = 0; k < in; ++k) {
+        mag += std::fabs(double(widened(xb[m * in + k])) * double(widened(w.bf16[n * in + k])));
+      }
+      const auto i = static_cast<size_t>(m * out + n);
+      ASSERT_NEAR(amx[i], dp[i], 2 * (in + 2) * 6e-8 * mag) << "[" << m << ", " << n << "]";
+      differ += amx[i] != dp[i] ? 1 : 0;
+    }
+  }
+  EXPECT_GT(differ, 0) << "every bit as vdpbf16ps's: did the AMX kernel run?";
 }
 
 }  // namespace

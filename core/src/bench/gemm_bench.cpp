@@ -105,8 +105,10 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
         table += fmt::format(
             "| {} x {} x {} | {}{} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", s.rows,
             s.out, s.in, ops::gemm_backend_name(),
-            v.bf16_x ? ", x + W bf16" : (v.bf16_w ? ", W bf16" : ""), threads, hot * 1e6,
-            flop / hot / 1e9, cold * 1e6, flop / cold / 1e9, w_bytes / cold / 1e9);
+            v.bf16_x ? (ops::gemm_nt_amx_available() ? ", x + W bf16 on AMX" : ", x + W bf16")
+                     : (v.bf16_w ? ", W bf16" : ""),
+            threads, hot * 1e6, flop / hot / 1e9, cold * 1e6, flop / cold / 1e9,
+            w_bytes / cold / 1e9);
       }
     }
   }

@@ -107,7 +107,9 @@ const std::vector<KeySpec>& keys() {
              "Activation dtype of the core ops. \"auto\": fp32 on CPU (the reference path), "
              "bf16 on CUDA. Accumulation is fp32 in every case. \"bf16\" on the CPU: every "
              "linear layer whose weight is held in bf16 rounds its input to bf16 and multiplies "
-             "on vdpbf16ps (other ops stay fp32; logits move by ~1e-3 relative); needs "
+             "on vdpbf16ps, or on AMX tiles with TESSERA_AMX=1 in the environment where the CPU "
+             "has them (2x the batched throughput, batch 1 ~30% slower: docs/perf.md) (other "
+             "ops stay fp32; logits move by ~1e-3 relative); needs "
              "AVX512_BF16 and weight_storage = \"auto\", else refused."),
       choice("model", "weight_storage", TS_CONFIG_FIELD(model.weight_storage), "auto",
              {"auto", "fp32"},

@@ -27,7 +27,7 @@ void set_compute_threads(int n);
 int compute_threads();
 
 // While one is alive on a thread, linear() / linear_group() there (and in the parallel_for items
-// it hands out) round x to bf16 for every weight held in bf16 and multiply on vdpbf16ps:
+// it hands out) round x to bf16 for every weight held in bf16 and multiply on AMX or vdpbf16ps:
 // model.dtype = "bf16" on the CPU (docs/config.md). Scopes nest; the destructor restores.
 class Bf16ActivationScope {
  public:

@@ -143,7 +143,11 @@ TS_AVX512 void gemm_nt_range(const GemmNtArgs& a, const W* w, int64_t n_begin, i
 
 TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
   if (a.x_bf16 != nullptr) {
-    gemm_nt_range_bf16(a, n_begin, n_end);
+    if (gemm_nt_amx_available()) {
+      gemm_nt_range_amx(a, n_begin, n_end);
+    } else {
+      gemm_nt_range_bf16(a, n_begin, n_end);
+    }
   } else if (a.w_bf16 != nullptr) {
     gemm_nt_range(a, a.w_bf16, n_begin, n_end);
   } else {

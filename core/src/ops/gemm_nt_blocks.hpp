@@ -14,6 +14,8 @@
 #define TS_AVX512 __attribute__((target("avx512f,avx512dq")))
 // The bf16-activation kernel also needs vdpbf16ps (AVX512_BF16) and 16-bit masked loads (BW).
 #define TS_AVX512_BF16 __attribute__((target("avx512f,avx512dq,avx512bw,avx512bf16")))
+// The AMX kernel (gemm_nt_amx.cpp): tiles, TDPBF16PS, and AVX-512 BW for its packing.
+#define TS_AMX __attribute__((target("avx512f,avx512dq,avx512bw,amx-tile,amx-bf16")))
 
 namespace tessera::ops::gemm_detail {
 
@@ -179,5 +181,8 @@ inline NextChunk next_chunk_for(const GemmNtArgs& a, const W* w, int64_t n0, int
 // Columns [n_begin, n_end) of a product with bf16 x and W (gemm_nt_bf16.cpp; requires
 // gemm_nt_bf16_available()).
 TS_AVX512_BF16 void gemm_nt_range_bf16(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
+
+// The same columns on AMX tiles (gemm_nt_amx.cpp; requires gemm_nt_amx_available()).
+TS_AMX void gemm_nt_range_amx(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 
 }  // namespace tessera::ops::gemm_detail

@@ -36,7 +36,8 @@ struct RuntimeOptions {
   // same outputs, half their bytes. [model] weight_storage.
   bool linear_weights_in_bf16 = true;
   // model.dtype = "bf16": linear layers whose weight is held in bf16 take bf16-rounded inputs and
-  // multiply on vdpbf16ps (fp32 sums); everything else stays fp32. Needs AVX512_BF16.
+  // multiply on AMX tiles or vdpbf16ps (fp32 sums; ops/gemm_nt.hpp); everything else stays fp32.
+  // Needs AVX512_BF16.
   bool bf16_activations = false;
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
