@@ -177,7 +177,9 @@ TS_AMX void gemm_nt_range_amx(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
   const int64_t kblocks = (K + kTileK - 1) / kTileK, mblocks = (M + kTile - 1) / kTile;
   thread_local std::vector<uint16_t> xp;
   pack_x(a.x_bf16, M, K, a.ldx, kblocks, xp);
-  // A padded copy of W's rows where a block is not whole (past n_end or past K).
+  // A zero-padded copy of a block's W rows where the tiles cannot read W itself: past K, or past
+  // the product's last row. A range's last block that ends inside the product reads the rows
+  // after it where they lie, and its stores drop those columns (each output is its own row's).
   thread_local std::vector<uint16_t> wpad;
   alignas(64) float acc[4][kTile * kTile];
   const bool k_whole = K % kTileK == 0;
@@ -185,7 +187,7 @@ TS_AMX void gemm_nt_range_amx(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
     const int64_t nr = std::min<int64_t>(2 * kTile, n_end - n0);
     const uint16_t* w = a.w_bf16 + n0 * a.ldw;
     int64_t ldw = a.ldw;
-    if (nr < 2 * kTile || !k_whole) {
+    if (n0 + 2 * kTile > a.out || !k_whole) {
       ldw = kblocks * kTileK;
       wpad.assign(static_cast<size_t>(2 * kTile * ldw), 0);
       for (int64_t j = 0; j < nr; ++j) {
