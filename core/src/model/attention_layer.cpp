@@ -276,20 +276,14 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   }
   // executor.reduction_parts: wo_b's sum over G * OL inputs as that many products over
   // contiguous input ranges, added by the fixed tree (ops/tree_sum.hpp).
-  const auto parts = static_cast<size_t>(ctx.reduction_parts);
   const int64_t width = G * OL / ctx.reduction_parts;
-  std::vector<UninitializedVector<float>> extra(parts - 1);
-  std::vector<const float*> sums{out};
+  std::vector<UninitializedVector<float>> store;
+  const std::vector<float*> sums =
+      ops::part_buffers(out, ctx.reduction_parts, T * cfg.hidden_size, store);
   std::vector<ops::GemmNtArgs> products;
-  for (size_t q = 0; q < parts; ++q) {
-    float* y = out;
-    if (q > 0) {
-      extra[q - 1].resize(static_cast<size_t>(T * cfg.hidden_size));
-      y = extra[q - 1].data();
-      sums.push_back(y);
-    }
+  for (size_t q = 0; q < sums.size(); ++q) {
     const ops::GemmNtArgs whole =
-        ops::weight_product(z.data(), T, G * OL, w.wo_b, y, w.wo_b.shape[0]);
+        ops::weight_product(z.data(), T, G * OL, w.wo_b, sums[q], w.wo_b.shape[0]);
     products.push_back(ops::input_columns(whole, static_cast<int64_t>(q) * width, width));
   }
   ops::linear_group(products);

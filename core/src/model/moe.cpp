@@ -180,15 +180,10 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
   }
   // Parts 1.. of the down projections' outputs (part 0 writes `out` and `results`); every value
   // is written by the products.
-  const auto P = static_cast<size_t>(parts);
-  std::vector<UninitializedVector<float>> extra_shared(P - 1), extra_routed(P - 1);
-  std::vector<float*> shared_parts{out}, routed_parts{results.data()};
-  for (size_t q = 1; q < P; ++q) {
-    extra_shared[q - 1] = UninitializedVector<float>(static_cast<size_t>(tokens * D));
-    extra_routed[q - 1] = UninitializedVector<float>(results.size());
-    shared_parts.push_back(extra_shared[q - 1].data());
-    routed_parts.push_back(extra_routed[q - 1].data());
-  }
+  std::vector<UninitializedVector<float>> shared_store, routed_store;
+  const std::vector<float*> shared_parts = ops::part_buffers(out, parts, tokens * D, shared_store);
+  const std::vector<float*> routed_parts =
+      ops::part_buffers(results.data(), parts, static_cast<int64_t>(results.size()), routed_store);
   run_experts(config, runs, D, PartOutputs{shared_parts, routed_parts, results.data()});
 
   // Per token, its (result row, weight) pairs in expert order.
@@ -218,9 +213,8 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
       }
     }
   });
-  if (P > 1) {
-    ops::tree_sum(std::vector<const float*>(shared_parts.begin(), shared_parts.end()), tokens * D,
-                  out);
+  if (parts > 1) {
+    ops::tree_sum(shared_parts, tokens * D, out);
   }
 }
 

@@ -56,4 +56,15 @@ void tree_sum(std::span<const float* const> parts, int64_t count, float* out) {
   });
 }
 
+std::vector<float*> part_buffers(float* first, int parts, int64_t count,
+                                 std::vector<UninitializedVector<float>>& store) {
+  store.resize(static_cast<size_t>(std::max(parts - 1, 0)));
+  std::vector<float*> out{first};
+  for (UninitializedVector<float>& buffer : store) {
+    buffer.resize(static_cast<size_t>(count));
+    out.push_back(buffer.data());
+  }
+  return out;
+}
+
 }  // namespace tessera::ops

@@ -11,11 +11,19 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
+
+#include "util/uninitialized_vector.hpp"
 
 namespace tessera::ops {
 
 // out[i] = tree over parts of parts[p][i], for i < count (out may be parts[0]; no other part is
 // written). Elementwise: the same adds whatever count or thread split.
 void tree_sum(std::span<const float* const> parts, int64_t count, float* out);
+
+// The outputs of a sum split into `parts` products: part 0 is `first` (the caller's buffer),
+// parts 1.. are `count` unwritten floats each, owned by `store`.
+std::vector<float*> part_buffers(float* first, int parts, int64_t count,
+                                 std::vector<UninitializedVector<float>>& store);
 
 }  // namespace tessera::ops
