@@ -114,7 +114,8 @@ std::vector<float> logits_of(bool bf16, int tp, bool bf16_activations = false, i
   o.linear_weights_in_bf16 = bf16;
   o.bf16_activations = bf16_activations;
   Runtime rt(o);
-  EXPECT_EQ(rt.weights()->head.in_bf16(), bf16 && ops::gemm_reads_bf16_weights());
+  const dsv4::Tensor& head = rt.weights()->head;  // bf16 rows, or panels (weight_panels.hpp)
+  EXPECT_EQ(head.in_bf16() || head.in_bf16_panels(), bf16 && ops::gemm_reads_bf16_weights());
   Executor ex(rt, tp);
   std::vector<std::vector<int32_t>> inputs{engine_test::make_prompt(1, 40, 4096),
                                            engine_test::make_prompt(2, 9, 4096),

@@ -16,6 +16,7 @@
 #include "engine_harness.hpp"
 #include "model/bf16_weights.hpp"
 #include "model/dsv4_config.hpp"
+#include "model/weight_panels.hpp"
 #include "util/huge_page_arena.hpp"
 
 namespace tessera::dsv4 {
@@ -30,7 +31,14 @@ std::vector<const Tensor*> linear_weights(const ModelWeights& w) {
   return out;
 }
 
+// The arena of whichever storage holds t (rows or panels, fp32 or bf16).
 const HugePageArena* arena_of(const Tensor& t) {
+  if (t.in_bf16_panels()) {
+    return t.bf16_panels.get_allocator().arena().get();
+  }
+  if (t.in_panels()) {
+    return t.panels.get_allocator().arena().get();
+  }
   return t.in_bf16() ? t.bf16.get_allocator().arena().get() : t.data.get_allocator().arena().get();
 }
 
@@ -102,6 +110,7 @@ TEST(WeightPlacement, PlacedWeightsGiveBitIdenticalLogits) {
   const ModelConfig config = load_model_config(kShipped);
   ModelWeights heap = load_model_weights(kShipped, config);
   keep_linear_weights_in_bf16(heap);
+  pack_linear_weights_into_panels(heap, o.bf16_activations);  // as the runtime does
   Runtime unplaced(o, config, std::make_shared<const ModelWeights>(std::move(heap)));
   ASSERT_EQ(arena_of(unplaced.weights()->head), nullptr);
   const std::vector<float> a = logits_of(loaded), b = logits_of(unplaced);

@@ -56,11 +56,13 @@ Arm make_arm(std::string name, Config config, const std::vector<std::filesystem:
   arm.config = std::move(config);
   RuntimeOptions options = RuntimeOptions::from_config(arm.config);
   options.plugin_dirs.insert(options.plugin_dirs.begin(), dirs.begin(), dirs.end());
-  // Same checkpoint, held the same way ([model] weight_storage): one copy of the weights.
+  // Same checkpoint, held the same way ([model] weight_storage, and dtype: bf16 activations keep
+  // bf16 weights as rows, not panels): one copy of the weights.
   const bool share =
       share_with != nullptr &&
       std::filesystem::equivalent(options.model_dir, share_with->runtime->options().model_dir) &&
-      options.linear_weights_in_bf16 == share_with->runtime->options().linear_weights_in_bf16;
+      options.linear_weights_in_bf16 == share_with->runtime->options().linear_weights_in_bf16 &&
+      options.bf16_activations == share_with->runtime->options().bf16_activations;
   if (share) {
     arm.runtime = std::make_unique<Runtime>(options, share_with->runtime->weights());
     arm.tokenizer = share_with->tokenizer;

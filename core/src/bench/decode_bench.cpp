@@ -9,6 +9,7 @@
 #include "bench/copy_bandwidth.hpp"
 #include "model/bf16_weights.hpp"
 #include "model/random_weights.hpp"
+#include "model/weight_panels.hpp"
 #include "model/weight_placement.hpp"
 #include "ops/compute_threads.hpp"
 #include "runtime/runtime.hpp"
@@ -62,12 +63,13 @@ dsv4::ModelConfig bench_model_config(const std::string& preset) {
 }
 
 std::shared_ptr<const dsv4::ModelWeights> bench_model_weights(const dsv4::ModelConfig& config,
-                                                              bool bf16) {
+                                                              bool bf16, bool bf16_activations) {
   dsv4::ModelWeights random = dsv4::random_model_weights(config, 7);
   if (bf16) {
     dsv4::round_linear_weights_to_bf16(random);
     dsv4::keep_linear_weights_in_bf16(random);
   }
+  dsv4::pack_linear_weights_into_panels(random, bf16_activations);
   dsv4::place_linear_weights_on_huge_pages(random);
   return std::make_shared<const dsv4::ModelWeights>(std::move(random));
 }

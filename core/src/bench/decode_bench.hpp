@@ -32,11 +32,13 @@ struct DecodeBenchResult {
 };
 
 dsv4::ModelConfig bench_model_config(const std::string& preset);
-// The preset's random weights (seed 7), placed as the runtime places a loaded model's
-// (model/weight_placement.hpp); bf16: rounded to bfloat16 and kept in bf16, as a real
-// checkpoint's would be.
+// The preset's random weights (seed 7), packed into panels and placed as the runtime does a
+// loaded model's (model/weight_panels.hpp, weight_placement.hpp); bf16: rounded to bfloat16 and
+// kept in bf16, as a real checkpoint's would be; bf16_activations: for model.dtype = "bf16" (bf16
+// weights stay rows).
 std::shared_ptr<const dsv4::ModelWeights> bench_model_weights(const dsv4::ModelConfig& config,
-                                                              bool bf16);
+                                                              bool bf16,
+                                                              bool bf16_activations = false);
 DecodeBenchResult run_decode_bench(const DecodeBenchOptions& options);
 std::string format_decode_table(const DecodeBenchOptions& options, const DecodeBenchResult& r);
 

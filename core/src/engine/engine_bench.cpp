@@ -223,8 +223,8 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
     rt = std::make_unique<Runtime>(ro);
   } else {
     const dsv4::ModelConfig config = bench::bench_model_config(o.preset);
-    rt = std::make_unique<Runtime>(ro, config,
-                                   bench::bench_model_weights(config, o.weights == "bf16"));
+    rt = std::make_unique<Runtime>(
+        ro, config, bench::bench_model_weights(config, o.weights == "bf16", ro.bf16_activations));
   }
   std::unique_ptr<tokenizer::Tokenizer> tok;
   if (!o.tokenizer.empty())

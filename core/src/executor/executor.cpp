@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "executor/weight_sharding.hpp"
+#include "model/weight_panels.hpp"
 #include "model/weight_placement.hpp"
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
@@ -49,6 +50,7 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
   const KvPools& pools0 = runtime.pools();
   for (int r = 0; r < tensor_parallel; ++r) {
     dsv4::ModelWeights shard = shard_model_weights(config, *runtime.weights(), r, tensor_parallel);
+    dsv4::pack_linear_weights_into_panels(shard, o.bf16_activations);
     dsv4::place_linear_weights_on_huge_pages(shard);  // final: the rank only reads them now
     shards_.push_back(std::make_shared<const dsv4::ModelWeights>(std::move(shard)));
     if (r == 0) {

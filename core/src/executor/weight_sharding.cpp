@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "ops/gemm_nt.hpp"
 #include "util/check.hpp"
 
 namespace tessera {
@@ -11,8 +12,30 @@ namespace {
 
 using dsv4::Tensor;
 
+// t itself, or for a weight packed into panels (model/weight_panels.hpp) its rows, unpacked into
+// `rows` (fp32 or bf16 as packed): what the slices below copy from.
+const Tensor& in_rows(const Tensor& t, Tensor& rows) {
+  if (!t.in_panels() && !t.in_bf16_panels()) {
+    return t;
+  }
+  rows.shape = t.shape;
+  const int64_t out = t.shape[0], in = t.shape[1], stride = in * ops::kWeightPanelWidth;
+  auto unpack = [&](const auto& panels, auto& to) {
+    to.resize(static_cast<size_t>(out * in));
+    ops::unpack_weight_panels(panels.data(), stride, 0, out, in, to.data(), in);
+  };
+  if (t.in_panels()) {
+    unpack(t.panels, rows.data);
+  } else {
+    unpack(t.bf16_panels, rows.bf16);
+  }
+  return rows;
+}
+
 // Rows [begin, begin + count) of a [rows, ...] tensor, in its storage (fp32 or bf16).
-Tensor slice_rows(const Tensor& t, int64_t begin, int64_t count) {
+Tensor slice_rows(const Tensor& packed, int64_t begin, int64_t count) {
+  Tensor unpacked;
+  const Tensor& t = in_rows(packed, unpacked);
   TS_CHECK(!t.shape.empty() && begin + count <= t.shape[0], "row slice {}+{} of {} rows", begin,
            count, t.shape.empty() ? 0 : t.shape[0]);
   const int64_t row = t.numel() / t.shape[0];
@@ -31,7 +54,9 @@ Tensor slice_rows(const Tensor& t, int64_t begin, int64_t count) {
 }
 
 // Columns [begin, begin + count) of a [rows, cols] tensor, in its storage (fp32 or bf16).
-Tensor slice_columns(const Tensor& t, int64_t begin, int64_t count) {
+Tensor slice_columns(const Tensor& packed, int64_t begin, int64_t count) {
+  Tensor unpacked;
+  const Tensor& t = in_rows(packed, unpacked);
   TS_CHECK(t.shape.size() == 2 && begin + count <= t.shape[1], "column slice {}+{} of {}", begin,
            count, t.shape.size() == 2 ? t.shape[1] : 0);
   const int64_t rows = t.shape[0], cols = t.shape[1];

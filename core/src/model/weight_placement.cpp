@@ -33,7 +33,8 @@ void return_free_heap_pages() {
 PlacementSummary place_linear_weights_on_huge_pages(ModelWeights& weights) {
   PlacementSummary summary;
   for_each_linear_weight(weights, [&](const Tensor& t) {
-    summary.bytes += arena_bytes(t.data) + arena_bytes(t.bf16);
+    summary.bytes += arena_bytes(t.data) + arena_bytes(t.bf16) + arena_bytes(t.panels) +
+                     arena_bytes(t.bf16_panels);
   });
   if (summary.bytes == 0) {
     return summary;
@@ -46,9 +47,12 @@ PlacementSummary place_linear_weights_on_huge_pages(ModelWeights& weights) {
   constexpr size_t kTrimEvery = size_t{1} << 30;
   size_t since_trim = 0;
   for_each_linear_weight(weights, [&](Tensor& t) {
-    since_trim += arena_bytes(t.data) + arena_bytes(t.bf16);
+    since_trim += arena_bytes(t.data) + arena_bytes(t.bf16) + arena_bytes(t.panels) +
+                  arena_bytes(t.bf16_panels);
     move_into(t.data, arena);
     move_into(t.bf16, arena);
+    move_into(t.panels, arena);
+    move_into(t.bf16_panels, arena);
     if (since_trim >= kTrimEvery) {
       return_free_heap_pages();
       since_trim = 0;

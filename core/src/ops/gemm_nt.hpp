@@ -30,7 +30,32 @@ struct GemmNtArgs {
   // bf16 rows ldx apart, and the products run on AMX tiles where gemm_nt_amx_available(), else on
   // vdpbf16ps (requires gemm_nt_bf16_available()).
   const uint16_t* x_bf16 = nullptr;
+  // W packed into panels (pack_weight_panels; w is then null), fp32 or bf16, read by the
+  // outer-product kernel (gemm_nt_panels.cpp) when x is fp32: the panel holding output column 0
+  // at its first k, panels panel_stride values apart; output column c is the panels' column
+  // c + panel_col0 (a product over rows of W that do not start a panel). Its sums are not the
+  // dot-product kernel's bits.
+  const float* w_panels = nullptr;
+  const uint16_t* w_panels_bf16 = nullptr;
+  int64_t panel_stride = 0, panel_col0 = 0;
+  bool in_panels() const { return w_panels != nullptr || w_panels_bf16 != nullptr; }
 };
+
+// Weight panels: W [out, in] as ceil(out / 16) panels of [in, 16] (16 outputs side by side for
+// each k, the last panel zero-padded), 64-byte aligned where `panels` is.
+inline constexpr int64_t kWeightPanelWidth = 16;
+inline int64_t weight_panel_count(int64_t out) {
+  return (out + kWeightPanelWidth - 1) / kWeightPanelWidth;
+}
+// panels[weight_panel_count(out) * in * 16] = W [out, in] (row-major) in panels.
+void pack_weight_panels(const float* w, int64_t out, int64_t in, float* panels);
+void pack_weight_panels(const uint16_t* w, int64_t out, int64_t in, uint16_t* panels);
+// w[out, in] (rows ldw apart) = output columns [col0, col0 + out) of panels panel_stride values
+// apart, over `in` k from the one w_panels starts at: the inverse, for OpenBLAS and slicing.
+void unpack_weight_panels(const float* w_panels, int64_t panel_stride, int64_t col0, int64_t out,
+                          int64_t in, float* w, int64_t ldw);
+void unpack_weight_panels(const uint16_t* w_panels, int64_t panel_stride, int64_t col0, int64_t out,
+                          int64_t in, uint16_t* w, int64_t ldw);
 
 // Rows of x per register block of the AVX-512 kernel (6 x 4 outputs): a split of the rows at
 // multiples of it keeps every block whole.

@@ -148,6 +148,8 @@ TS_AVX512 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_en
     } else {
       gemm_nt_range_bf16(a, n_begin, n_end);
     }
+  } else if (a.in_panels()) {
+    gemm_nt_range_panels(a, n_begin, n_end);
   } else if (a.w_bf16 != nullptr) {
     gemm_nt_range(a, a.w_bf16, n_begin, n_end);
   } else {

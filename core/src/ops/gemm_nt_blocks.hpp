@@ -182,6 +182,9 @@ inline NextChunk next_chunk_for(const GemmNtArgs& a, const W* w, int64_t n0, int
 // gemm_nt_bf16_available()).
 TS_AVX512_BF16 void gemm_nt_range_bf16(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 
+// Columns [n_begin, n_end) of a product with fp32 x and W in panels (gemm_nt_panels.cpp).
+TS_AVX512 void gemm_nt_range_panels(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
+
 // The same columns on AMX tiles (gemm_nt_amx.cpp; requires gemm_nt_amx_available()).
 TS_AMX void gemm_nt_range_amx(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 

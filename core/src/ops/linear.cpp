@@ -110,7 +110,30 @@ const float* widened_w(const GemmNtArgs& a) {
   return w.data();
 }
 
+// W's rows unpacked from panels (into `a` as w or w_bf16, rows in apart) for OpenBLAS (the
+// fallback path).
+void unpack_w(GemmNtArgs& a) {
+  thread_local std::vector<float> w;
+  thread_local std::vector<uint16_t> w16;
+  if (a.w_panels != nullptr) {
+    w.resize(static_cast<size_t>(a.out * a.in));
+    unpack_weight_panels(a.w_panels, a.panel_stride, a.panel_col0, a.out, a.in, w.data(), a.in);
+    a.w = w.data();
+  } else {
+    w16.resize(static_cast<size_t>(a.out * a.in));
+    unpack_weight_panels(a.w_panels_bf16, a.panel_stride, a.panel_col0, a.out, a.in, w16.data(),
+                         a.in);
+    a.w_bf16 = w16.data();
+  }
+  a.ldw = a.in;
+  a.w_panels = nullptr;
+  a.w_panels_bf16 = nullptr;
+}
+
 void linear_blas(GemmNtArgs a) {
+  if (a.in_panels()) {
+    unpack_w(a);
+  }
   if (a.w_bf16 != nullptr) {
     a.w = widened_w(a);
     a.ldw = a.in;
@@ -193,6 +216,9 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
   if (chunks < threads) {
     unit = 4;
   }
+  if (a.in_panels()) {  // whole panels per item
+    unit = (unit + kWeightPanelWidth - 1) / kWeightPanelWidth * kWeightPanelWidth;
+  }
   const int64_t units = (a.out + unit - 1) / unit;
   const int64_t items = std::clamp<int64_t>(
       std::min<int64_t>(std::max<int64_t>(units / 2, std::min<int64_t>(units, threads)),
@@ -252,6 +278,15 @@ GemmNtArgs weight_product(const float* x, int64_t rows, int64_t ldx, const dsv4:
   GemmNtArgs a{x, rows, in, ldx, nullptr, out, in, y, ldy};
   if (w.in_bf16()) {
     a.w_bf16 = w.bf16.data() + first_row * in;
+  } else if (w.in_panels() || w.in_bf16_panels()) {
+    a.panel_stride = in * kWeightPanelWidth;
+    const int64_t first = first_row / kWeightPanelWidth * a.panel_stride;
+    if (w.in_panels()) {
+      a.w_panels = w.panels.data() + first;
+    } else {
+      a.w_panels_bf16 = w.bf16_panels.data() + first;
+    }
+    a.panel_col0 = first_row % kWeightPanelWidth;
   } else {
     a.w = w.ptr() + first_row * in;
   }
@@ -262,7 +297,11 @@ GemmNtArgs input_columns(GemmNtArgs a, int64_t first, int64_t count) {
   TS_CHECK(first >= 0 && count >= 0 && first + count <= a.in,
            "linear: input columns {}+{} of a product over {}", first, count, a.in);
   a.x += first;
-  if (a.w_bf16 != nullptr) {
+  if (a.w_panels != nullptr) {
+    a.w_panels += first * kWeightPanelWidth;  // the same panels, from k = first
+  } else if (a.w_panels_bf16 != nullptr) {
+    a.w_panels_bf16 += first * kWeightPanelWidth;
+  } else if (a.w_bf16 != nullptr) {
     a.w_bf16 += first;
   } else {
     a.w += first;
@@ -371,11 +410,12 @@ void linear_group(std::span<const GemmNtArgs> gemms) {
     if (madds == 0) {
       continue;
     }
-    const int64_t blocks = (a.out + 3) / 4;
+    const int64_t width = a.in_panels() ? kWeightPanelWidth : 4;  // whole panels
+    const int64_t blocks = (a.out + width - 1) / width;
     const int64_t n = std::clamp<int64_t>(madds / target, 1, blocks);
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t begin = std::min(a.out, blocks * i / n * 4);
-      const int64_t end = std::min(a.out, blocks * (i + 1) / n * 4);
+      const int64_t begin = std::min(a.out, blocks * i / n * width);
+      const int64_t end = std::min(a.out, blocks * (i + 1) / n * width);
       items.push_back({static_cast<int64_t>(g), begin, end, a.rows * (end - begin) * a.in});
     }
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/bf16_weights.hpp"
+#include "model/weight_panels.hpp"
 #include "model/weight_placement.hpp"
 #include "ops/gemm_nt.hpp"
 #include "ops/linear.hpp"
@@ -88,6 +89,13 @@ void Runtime::build(const dsv4::ModelConfig* config,
 
   model_config_ = config ? *config : dsv4::load_model_config(options_.model_dir);
   if (weights) {
+    // The bf16-activation kernels read bf16 weights as rows (model/weight_panels.hpp).
+    bool bf16_panels = false;
+    dsv4::for_each_linear_weight(*weights,
+                                 [&](const dsv4::Tensor& t) { bf16_panels |= t.in_bf16_panels(); });
+    TS_CHECK(!options_.bf16_activations || !bf16_panels,
+             "bf16 activations (model.dtype = \"bf16\") need bf16 weights as rows; these were "
+             "packed into panels: pack them with keep_bf16_rows");
     weights_ = std::move(weights);
   } else {
     dsv4::ModelWeights loaded = dsv4::load_model_weights(options_.model_dir, model_config_);
@@ -101,6 +109,7 @@ void Runtime::build(const dsv4::ModelConfig* config,
           "kernel)",
           ops::gemm_backend_name());
     }
+    dsv4::pack_linear_weights_into_panels(loaded, options_.bf16_activations);
     const dsv4::PlacementSummary placed = dsv4::place_linear_weights_on_huge_pages(loaded);
     spdlog::info(
         "runtime: {:.1f} MiB of linear weights placed in one arena ({:.1f} MiB advised "

@@ -1,0 +1,233 @@
+// Y = X . W^T with W packed into panels (gemm_nt.hpp: pack_weight_panels): the "outer-product"
+// register blocking of GotoBLAS-style kernels (Goto & van de Geijn, "Anatomy of high-performance
+// matrix multiplication", 2008), with the weight packed once at load instead of on every call.
+//
+// A tile is MR rows of x times NP panels (16 outputs each, one vector): per k, NP vector loads of
+// W, MR broadcasts of x[m][k] and MR * NP FMAs, with no horizontal sums at the end. Each output is
+// one FMA chain over k = 0, 1, ..., K - 1 from zero, whatever the tile, the row count or the
+// thread split, so the kernel is batch-invariant: a decode row (MR = 1) gets the bits it gets in a
+// batch of 64. On session 12's Xeon a 12 x 32 tile ran at ~100% of the FMA peak from L1 where the
+// dot-product blocking of gemm_nt_avx512.cpp reached ~80% (its lane folds and two-stream loads).
+#include <algorithm>
+
+#include "ops/gemm_nt.hpp"
+#include "ops/gemm_nt_blocks.hpp"
+
+namespace tessera::ops {
+namespace {
+
+using namespace gemm_detail;  // NOLINT(google-build-using-namespace): this file's own helpers
+
+constexpr int64_t kP = kWeightPanelWidth;
+constexpr int kMaxRows = 6;  // rows of x per tile
+
+// Panels per tile for MR rows: about 24 accumulators (of 32 registers), at least 8 for one row so
+// that the FMA latency (4 cycles, 2 per cycle) is covered by independent chains.
+constexpr int panels_for(int mr) { return std::clamp(24 / mr, 2, 8); }
+
+// The next chunk of panels, asked into L2 while this one is computed: two of its lines per k step
+// of every tile until all are asked for (without it each chunk's first pass of x waits on W).
+struct Prefetch {
+  const char* next = nullptr;   // the next line to ask for; nullptr: none (left)
+  const char* panel = nullptr;  // the panel holding it
+  int64_t stride = 0;           // bytes between panels
+  int64_t panels_left = 0, lines_per_panel = 0, line = 0;
+
+  TS_AVX512 void step() {
+    for (int r = 0; r < 2 && next != nullptr; ++r) {
+      _mm_prefetch(next, _MM_HINT_T1);
+      next += 64;
+      if (++line == lines_per_panel) {
+        line = 0;
+        panel += stride;
+        next = --panels_left > 0 ? panel : nullptr;
+      }
+    }
+  }
+};
+
+// A panel's 16 weights at one k as fp32: loaded, or widened from bf16 (exact: a bf16 is the top
+// half of an fp32), so bf16 panels give the products, and bits, of fp32 ones.
+TS_AVX512 inline __m512 load_panel(const float* p) { return _mm512_loadu_ps(p); }
+TS_AVX512 inline __m512 load_panel(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// y[m0 .. m0 + MR)[cols of panels p0 .. p0 + NP) that lie in [n_begin, n_end), over the whole K.
+// xr: MR row pointers; wp: panel p0's first k (panels a.panel_stride values apart).
+template <int MR, int NP, typename W>
+TS_AVX512 inline void tile(const GemmNtArgs& a, const float* const* xr, const W* wp, int64_t m0,
+                           int64_t n0, int64_t n_begin, int64_t n_end, Prefetch& pf) {
+  __m512 acc[MR][NP];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) {
+      acc[i][p] = _mm512_setzero_ps();
+    }
+  }
+  const int64_t K = a.in, stride = a.panel_stride;
+  for (int64_t k = 0; k < K; ++k) {
+    pf.step();
+    __m512 w[NP];
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) {
+      w[p] = load_panel(wp + p * stride + k * kP);
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_set1_ps(xr[i][k]);
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p) {
+        acc[i][p] = _mm512_fmadd_ps(xv, w[p], acc[i][p]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) {
+    const int64_t c0 = n0 + p * kP;  // panel columns; y's column c0 - a.panel_col0
+    const int64_t lo = std::max(c0, n_begin) - c0, hi = std::min(c0 + kP, n_end) - c0;
+    if (hi <= lo) {
+      continue;
+    }
+    float* const y = a.y + m0 * a.ldy + (c0 + lo - a.panel_col0);  // y's first column stored
+    if (lo == 0 && a.panel_col0 == 0) {
+      const auto mask = static_cast<__mmask16>((1u << hi) - 1u);
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i) {
+        _mm512_mask_storeu_ps(y + i * a.ldy, mask, acc[i][p]);
+      }
+      continue;
+    }
+    alignas(64) float lanes[kP];  // a panel cut at the product's first column
+    for (int i = 0; i < MR; ++i) {
+      _mm512_store_ps(lanes, acc[i][p]);
+      std::copy(lanes + lo, lanes + hi, y + i * a.ldy);
+    }
+  }
+}
+
+// Every tile of MR rows from m0 over the panels holding [n_begin, n_end).
+template <int MR, typename W>
+TS_AVX512 void rows_over_panels(const GemmNtArgs& a, const W* panels, int64_t m0, int64_t n_begin,
+                                int64_t n_end, Prefetch& pf) {
+  constexpr int NP = panels_for(MR);
+  const float* xr[MR];
+  for (int i = 0; i < MR; ++i) {
+    xr[i] = a.x + (m0 + i) * a.ldx;
+  }
+  const int64_t p_begin = n_begin / kP, p_end = (n_end + kP - 1) / kP;
+  int64_t p = p_begin;
+  for (; p + NP <= p_end; p += NP) {
+    tile<MR, NP>(a, xr, panels + p * a.panel_stride, m0, p * kP, n_begin, n_end, pf);
+  }
+  for (; p < p_end; ++p) {  // the last panels one at a time
+    tile<MR, 1>(a, xr, panels + p * a.panel_stride, m0, p * kP, n_begin, n_end, pf);
+  }
+}
+
+template <typename W>
+TS_AVX512 void slice(const GemmNtArgs& a, const W* panels, int mr, int64_t m0, int64_t n_begin,
+                     int64_t n_end, Prefetch& pf) {
+  switch (mr) {
+    case 6:
+      return rows_over_panels<6>(a, panels, m0, n_begin, n_end, pf);
+    case 5:
+      return rows_over_panels<5>(a, panels, m0, n_begin, n_end, pf);
+    case 4:
+      return rows_over_panels<4>(a, panels, m0, n_begin, n_end, pf);
+    case 3:
+      return rows_over_panels<3>(a, panels, m0, n_begin, n_end, pf);
+    case 2:
+      return rows_over_panels<2>(a, panels, m0, n_begin, n_end, pf);
+    default:
+      return rows_over_panels<1>(a, panels, m0, n_begin, n_end, pf);
+  }
+}
+
+// Panels are walked in chunks of ~128 KiB (L2) while every slice of x meets the chunk.
+template <typename W>
+TS_AVX512 void range(const GemmNtArgs& a, const W* panels, int64_t n_begin, int64_t n_end) {
+  n_begin += a.panel_col0;  // panel columns from here on
+  n_end += a.panel_col0;
+  constexpr auto kBytes = static_cast<int64_t>(sizeof(W));
+  const int64_t panel_bytes = std::max<int64_t>(a.in, 1) * kP * kBytes;
+  const int64_t chunk = std::max<int64_t>(1, int64_t{128} * 1024 / panel_bytes) * kP;
+  for (int64_t nc = n_begin; nc < n_end; nc = (nc / kP) * kP + chunk) {
+    const int64_t nc_end = std::min(n_end, (nc / kP) * kP + chunk);
+    Prefetch pf;
+    if (nc_end < n_end && a.rows > kMaxRows) {
+      pf.panel = reinterpret_cast<const char*>(panels + nc_end / kP * a.panel_stride);
+      pf.next = pf.panel;
+      pf.stride = a.panel_stride * kBytes;
+      pf.panels_left = (std::min(n_end, nc_end + chunk) - nc_end + kP - 1) / kP;
+      pf.lines_per_panel = (a.in * kP * kBytes + 63) / 64;
+    }
+    for (int64_t m0 = 0; m0 < a.rows; m0 += kMaxRows) {
+      slice(a, panels, static_cast<int>(std::min<int64_t>(kMaxRows, a.rows - m0)), m0, nc, nc_end,
+            pf);
+    }
+  }
+}
+
+}  // namespace
+
+namespace gemm_detail {
+
+TS_AVX512 void gemm_nt_range_panels(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
+  if (a.w_panels_bf16 != nullptr) {
+    range(a, a.w_panels_bf16, n_begin, n_end);
+  } else {
+    range(a, a.w_panels, n_begin, n_end);
+  }
+}
+
+}  // namespace gemm_detail
+
+namespace {
+
+template <typename T>
+void pack(const T* w, int64_t out, int64_t in, T* panels) {
+  const int64_t count = weight_panel_count(out);
+  for (int64_t p = 0; p < count; ++p) {
+    T* dst = panels + p * in * kP;
+    for (int64_t j = 0; j < kP; ++j) {
+      const int64_t n = p * kP + j;
+      for (int64_t k = 0; k < in; ++k) {
+        dst[k * kP + j] = n < out ? w[n * in + k] : T{0};
+      }
+    }
+  }
+}
+
+template <typename T>
+void unpack(const T* w_panels, int64_t panel_stride, int64_t col0, int64_t out, int64_t in, T* w,
+            int64_t ldw) {
+  for (int64_t n = 0; n < out; ++n) {
+    const int64_t c = n + col0;
+    const T* src = w_panels + c / kP * panel_stride + c % kP;
+    for (int64_t k = 0; k < in; ++k) {
+      w[n * ldw + k] = src[k * kP];
+    }
+  }
+}
+
+}  // namespace
+
+void pack_weight_panels(const float* w, int64_t out, int64_t in, float* panels) {
+  pack(w, out, in, panels);
+}
+void pack_weight_panels(const uint16_t* w, int64_t out, int64_t in, uint16_t* panels) {
+  pack(w, out, in, panels);
+}
+void unpack_weight_panels(const float* w_panels, int64_t panel_stride, int64_t col0, int64_t out,
+                          int64_t in, float* w, int64_t ldw) {
+  unpack(w_panels, panel_stride, col0, out, in, w, ldw);
+}
+void unpack_weight_panels(const uint16_t* w_panels, int64_t panel_stride, int64_t col0, int64_t out,
+                          int64_t in, uint16_t* w, int64_t ldw) {
+  unpack(w_panels, panel_stride, col0, out, in, w, ldw);
+}
+
+}  // namespace tessera::ops
