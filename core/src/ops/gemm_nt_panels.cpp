@@ -108,6 +108,20 @@ TS_AVX512 inline void tile(const GemmNtArgs& a, const float* const* xr, const W*
   }
 }
 
+// The last R (< NP) panels of a range in one tile of R: independent chains even for one row.
+template <int MR, int R, typename W>
+TS_AVX512 inline void last_panels(const GemmNtArgs& a, const float* const* xr, const W* panels,
+                                  int64_t p, int64_t r, int64_t m0, int64_t n_begin, int64_t n_end,
+                                  Prefetch& pf) {
+  if constexpr (R > 0) {
+    if (r == R) {
+      tile<MR, R>(a, xr, panels + p * a.panel_stride, m0, p * kP, n_begin, n_end, pf);
+      return;
+    }
+    last_panels<MR, R - 1>(a, xr, panels, p, r, m0, n_begin, n_end, pf);
+  }
+}
+
 // Every tile of MR rows from m0 over the panels holding [n_begin, n_end).
 template <int MR, typename W>
 TS_AVX512 void rows_over_panels(const GemmNtArgs& a, const W* panels, int64_t m0, int64_t n_begin,
@@ -122,9 +136,7 @@ TS_AVX512 void rows_over_panels(const GemmNtArgs& a, const W* panels, int64_t m0
   for (; p + NP <= p_end; p += NP) {
     tile<MR, NP>(a, xr, panels + p * a.panel_stride, m0, p * kP, n_begin, n_end, pf);
   }
-  for (; p < p_end; ++p) {  // the last panels one at a time
-    tile<MR, 1>(a, xr, panels + p * a.panel_stride, m0, p * kP, n_begin, n_end, pf);
-  }
+  last_panels<MR, NP - 1>(a, xr, panels, p, p_end - p, m0, n_begin, n_end, pf);
 }
 
 template <typename W>
