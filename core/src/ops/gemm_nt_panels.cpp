@@ -33,7 +33,7 @@ struct Prefetch {
   int64_t stride = 0;           // bytes between panels
   int64_t panels_left = 0, lines_per_panel = 0, line = 0;
 
-  TS_AVX512 void step() {
+  TS_AVX512 __attribute__((always_inline)) void step() {
     for (int r = 0; r < 2 && next != nullptr; ++r) {
       _mm_prefetch(next, _MM_HINT_T1);
       next += 64;
@@ -139,23 +139,17 @@ TS_AVX512 void rows_over_panels(const GemmNtArgs& a, const W* panels, int64_t m0
   last_panels<MR, NP - 1>(a, xr, panels, p, p_end - p, m0, n_begin, n_end, pf);
 }
 
-template <typename W>
+// rows_over_panels for mr (1..MR) rows.
+template <int MR, typename W>
 TS_AVX512 void slice(const GemmNtArgs& a, const W* panels, int mr, int64_t m0, int64_t n_begin,
                      int64_t n_end, Prefetch& pf) {
-  switch (mr) {
-    case 6:
-      return rows_over_panels<6>(a, panels, m0, n_begin, n_end, pf);
-    case 5:
-      return rows_over_panels<5>(a, panels, m0, n_begin, n_end, pf);
-    case 4:
-      return rows_over_panels<4>(a, panels, m0, n_begin, n_end, pf);
-    case 3:
-      return rows_over_panels<3>(a, panels, m0, n_begin, n_end, pf);
-    case 2:
-      return rows_over_panels<2>(a, panels, m0, n_begin, n_end, pf);
-    default:
-      return rows_over_panels<1>(a, panels, m0, n_begin, n_end, pf);
+  if constexpr (MR > 1) {
+    if (mr < MR) {
+      slice<MR - 1>(a, panels, mr, m0, n_begin, n_end, pf);
+      return;
+    }
   }
+  rows_over_panels<MR>(a, panels, m0, n_begin, n_end, pf);
 }
 
 // Panels are walked in chunks of ~128 KiB (L2) while every slice of x meets the chunk.
@@ -177,7 +171,7 @@ TS_AVX512 void range(const GemmNtArgs& a, const W* panels, int64_t n_begin, int6
       pf.lines_per_panel = (a.in * kP * kBytes + 63) / 64;
     }
     for (int64_t m0 = 0; m0 < a.rows; m0 += kMaxRows) {
-      slice(a, panels, static_cast<int>(std::min<int64_t>(kMaxRows, a.rows - m0)), m0, nc, nc_end,
+      slice<kMaxRows>(a, panels, static_cast<int>(std::min<int64_t>(kMaxRows, a.rows - m0)), m0, nc, nc_end,
             pf);
     }
   }
