@@ -27,21 +27,17 @@ constexpr int panels_for(int mr) { return std::clamp(24 / mr, 2, 8); }
 
 // The next chunk of panels, asked into L2 while this one is computed: two of its lines per k step
 // of every tile until all are asked for (without it each chunk's first pass of x waits on W).
+// Panels of a whole K lie end to end, so a chunk is one block of bytes [next, end): two registers
+// in the tile's loop, which has few to spare.
 struct Prefetch {
-  const char* next = nullptr;   // the next line to ask for; nullptr: none (left)
-  const char* panel = nullptr;  // the panel holding it
-  int64_t stride = 0;           // bytes between panels
-  int64_t panels_left = 0, lines_per_panel = 0, line = 0;
+  const char* next = nullptr;
+  const char* end = nullptr;
 
   TS_AVX512 __attribute__((always_inline)) void step() {
-    for (int r = 0; r < 2 && next != nullptr; ++r) {
+    if (next < end) {
       _mm_prefetch(next, _MM_HINT_T1);
-      next += 64;
-      if (++line == lines_per_panel) {
-        line = 0;
-        panel += stride;
-        next = --panels_left > 0 ? panel : nullptr;
-      }
+      _mm_prefetch(next + 64, _MM_HINT_T1);
+      next += 128;
     }
   }
 };
@@ -163,16 +159,16 @@ TS_AVX512 void range(const GemmNtArgs& a, const W* panels, int64_t n_begin, int6
   for (int64_t nc = n_begin; nc < n_end; nc = (nc / kP) * kP + chunk) {
     const int64_t nc_end = std::min(n_end, (nc / kP) * kP + chunk);
     Prefetch pf;
-    if (nc_end < n_end && a.rows > kMaxRows) {
-      pf.panel = reinterpret_cast<const char*>(panels + nc_end / kP * a.panel_stride);
-      pf.next = pf.panel;
-      pf.stride = a.panel_stride * kBytes;
-      pf.panels_left = (std::min(n_end, nc_end + chunk) - nc_end + kP - 1) / kP;
-      pf.lines_per_panel = (a.in * kP * kBytes + 63) / 64;
+    // With a single slice of x there is no second pass to hide the fetch behind; a part of K
+    // (input_columns) leaves gaps between the panels.
+    if (nc_end < n_end && a.rows > kMaxRows && a.panel_stride == a.in * kP) {
+      pf.next = reinterpret_cast<const char*>(panels + nc_end / kP * a.panel_stride);
+      const int64_t next_panels = (std::min(n_end, nc_end + chunk) - nc_end + kP - 1) / kP;
+      pf.end = pf.next + next_panels * a.panel_stride * kBytes;
     }
     for (int64_t m0 = 0; m0 < a.rows; m0 += kMaxRows) {
-      slice<kMaxRows>(a, panels, static_cast<int>(std::min<int64_t>(kMaxRows, a.rows - m0)), m0, nc, nc_end,
-            pf);
+      slice<kMaxRows>(a, panels, static_cast<int>(std::min<int64_t>(kMaxRows, a.rows - m0)), m0, nc,
+                      nc_end, pf);
     }
   }
 }
