@@ -142,18 +142,30 @@ TEST(TensorParallel, IdenticalTokensForFiftyGreedyAndFiftySampledRequests) {
     EXPECT_EQ(engine.stats().main_pages_free, engine.stats().main_pages_total);
     return out;
   };
-  // One product per rank (the default): the same tokens, though the logits differ by ~1e-5; with
-  // executor.reduction_parts = 4 the same bits, so the same tokens by construction.
-  for (int parts : {1, 4}) {
+  // executor.reduction_parts = 4: the same bits at TP 1, 2 and 4, so every token is the same, by
+  // construction. One product per rank (the default): the logits differ by ~1e-5
+  // (LogitsEqualWithinReductionOrderTolerance), and a seeded draw that lands that close to a
+  // boundary between two tokens picks the other one — measured: 1 of the 100 requests at TP 2 on
+  // one kernel version, 0 on others (docs/engine.md "Determinism"). So there at most 2 of the 100
+  // may differ, and each only in a suffix; a sharding bug changes nearly all of them.
+  for (int parts : {4, 1}) {
     const auto one = run(1, parts);
     for (int tp : {2, 4}) {
       const auto many = run(tp, parts);
+      size_t differing = 0;
       for (size_t i = 0; i < requests.size(); ++i) {
         ASSERT_TRUE(many[i].finish);
         EXPECT_EQ(*many[i].finish, engine::FinishReason::kLength) << many[i].error;
-        EXPECT_EQ(many[i].tokens, one[i].tokens)
-            << "tp " << tp << ", parts " << parts << ", request " << i;
+        ASSERT_EQ(many[i].tokens.size(), one[i].tokens.size()) << "tp " << tp << ", request " << i;
+        if (many[i].tokens == one[i].tokens) {
+          continue;
+        }
+        ++differing;
+        EXPECT_EQ(parts, 1) << "tp " << tp << ", parts " << parts << ", request " << i;
+        EXPECT_EQ(many[i].tokens[0], one[i].tokens[0])
+            << "tp " << tp << ", request " << i << " differs from its first token";
       }
+      EXPECT_LE(differing, 2u) << "tp " << tp << ", parts " << parts;
     }
   }
 }

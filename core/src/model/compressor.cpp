@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/softmax_pool.hpp"
 #include "util/check.hpp"
 
 namespace tessera::dsv4 {
@@ -40,28 +41,10 @@ std::optional<std::vector<float>> CompressorState::push(int64_t position, const 
 
   std::vector<float> entry(static_cast<size_t>(dim_));
   const int64_t offset = overlap_ ? dim_ : 0;  // current window's channels: second half if overlap
-  for (int64_t j = 0; j < dim_; ++j) {
-    float max_gate = -std::numeric_limits<float>::infinity();
-    for (int64_t t = 0; t < ratio_; ++t)
-      max_gate = std::max(max_gate, gate_[t * width_ + offset + j]);
-    if (overlap_ && has_previous_)
-      for (int64_t t = 0; t < ratio_; ++t)
-        max_gate = std::max(max_gate, prev_gate_[t * width_ + j]);
-    double denom = 0.0, acc = 0.0;
-    for (int64_t t = 0; t < ratio_; ++t) {
-      const double w = std::exp(static_cast<double>(gate_[t * width_ + offset + j]) - max_gate);
-      denom += w;
-      acc += w * kv_[t * width_ + offset + j];
-    }
-    if (overlap_ && has_previous_) {
-      for (int64_t t = 0; t < ratio_; ++t) {
-        const double w = std::exp(static_cast<double>(prev_gate_[t * width_ + j]) - max_gate);
-        denom += w;
-        acc += w * prev_kv_[t * width_ + j];
-      }
-    }
-    entry[static_cast<size_t>(j)] = static_cast<float>(acc / denom);
-  }
+  PoolRows parts[2] = {{kv_.data() + offset, gate_.data() + offset, ratio_, width_},
+                       {prev_kv_.data(), prev_gate_.data(), ratio_, width_}};
+  softmax_pool(std::span<const PoolRows>(parts, overlap_ && has_previous_ ? 2 : 1), dim_,
+               entry.data());
   if (overlap_) {
     prev_kv_.swap(kv_);
     prev_gate_.swap(gate_);

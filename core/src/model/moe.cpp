@@ -8,6 +8,7 @@
 
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
+#include "ops/swiglu.hpp"
 #include "ops/tree_sum.hpp"
 #include "util/check.hpp"
 #include "util/uninitialized_vector.hpp"
@@ -17,21 +18,6 @@ namespace tessera::dsv4 {
 namespace {
 
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch threshold 20
-
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
-// h = silu(min(g, L)) * clamp(u, -L, L) elementwise, in place of g (the SwiGLU between w1 / w3
-// and w2; L = swiglu_limit, none when 0).
-void swiglu(float* g, const float* u, int64_t count, float limit) {
-  for (int64_t i = 0; i < count; ++i) {
-    float gi = g[i], ui = u[i];
-    if (limit > 0) {
-      gi = std::min(gi, limit);
-      ui = std::clamp(ui, -limit, limit);
-    }
-    g[i] = silu(gi) * ui;
-  }
-}
 
 // One expert's share of a layer: rows of x (the shared expert: all tokens; a routed one: its
 // tokens, gathered), its hidden activations and its output.
@@ -84,7 +70,7 @@ void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, 
   constexpr int64_t kPerItem = 4096;
   ops::parallel_for((total + kPerItem - 1) / kPerItem, ops::compute_threads(), [&](int64_t c) {
     const int64_t first = c * kPerItem;
-    swiglu(gate.data() + first, up.data() + first, std::min(kPerItem, total - first), limit);
+    ops::swiglu(gate.data() + first, up.data() + first, std::min(kPerItem, total - first), limit);
   });
   gemms.clear();
   const size_t parts = outputs.shared.size();
