@@ -54,7 +54,7 @@ struct Variant {
   ops::GemmBackend backend;
   bool bf16_w;
   bool bf16_x = false;
-  bool panels = false;  // fp32 W packed into panels (ops::pack_weight_panels)
+  bool panels = false;  // W (fp32 or bf16) packed into panels (ops::pack_weight_panels)
 };
 
 }  // namespace
@@ -64,10 +64,11 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
   if (ops::gemm_nt_avx512_available()) {
     variants.insert(variants.begin(), {{ops::GemmBackend::kAuto, false},
                                        {ops::GemmBackend::kAuto, false, false, true},
-                                       {ops::GemmBackend::kAuto, true}});
+                                       {ops::GemmBackend::kAuto, true},
+                                       {ops::GemmBackend::kAuto, true, false, true}});
   }
   if (ops::gemm_nt_bf16_available()) {
-    variants.insert(variants.begin() + 3, {ops::GemmBackend::kAuto, true, true});
+    variants.insert(variants.begin() + 4, {ops::GemmBackend::kAuto, true, true});
   }
   const int threads_before = ops::compute_threads();
   std::string table =
@@ -86,14 +87,16 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
       ring[i] = static_cast<float>(0.05 * std::cos(0.11 * i));
       ring16[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(ring[i]) >> 16);
     }
-    // The same ring in panels, each copy 64-byte aligned.
+    // The same rings in panels.
     const size_t panel_size =
         static_cast<size_t>(ops::weight_panel_count(s.out) * s.in * ops::kWeightPanelWidth);
-    std::vector<float> panel_store(panel_size * copies + 16);
-    float* const panels =
-        panel_store.data() + (16 - reinterpret_cast<uintptr_t>(panel_store.data()) / 4 % 16) % 16;
+    std::vector<float> panels(panel_size * copies);
+    std::vector<uint16_t> panels16(panels.size());
     for (size_t c = 0; c < copies; ++c) {
-      ops::pack_weight_panels(ring.data() + c * w_size, s.out, s.in, panels + c * panel_size);
+      ops::pack_weight_panels(ring.data() + c * w_size, s.out, s.in,
+                              panels.data() + c * panel_size);
+      ops::pack_weight_panels(ring16.data() + c * w_size, s.out, s.in,
+                              panels16.data() + c * panel_size);
     }
     const double flop = 2.0 * s.rows * s.out * s.in;
     for (const Variant& v : variants) {
@@ -102,10 +105,14 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
         ops::GemmNtArgs a{x.data(), s.rows, s.in,     s.in, ring.data() + copy * w_size,
                           s.out,    s.in,   y.data(), s.out};
         if (v.panels) {
-          a.w_panels = panels + copy * panel_size;
+          a.w = nullptr;
           a.panel_stride = s.in * ops::kWeightPanelWidth;
-        }
-        if (v.bf16_w) {
+          if (v.bf16_w) {
+            a.w_panels_bf16 = panels16.data() + copy * panel_size;
+          } else {
+            a.w_panels = panels.data() + copy * panel_size;
+          }
+        } else if (v.bf16_w) {
           a.w = nullptr;
           a.w_bf16 = ring16.data() + copy * w_size;
         }
@@ -121,7 +128,8 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
             "| {} x {} x {} | {}{} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", s.rows,
             s.out, s.in, ops::gemm_backend_name(),
             v.bf16_x ? (ops::gemm_nt_amx_available() ? ", x + W bf16 on AMX" : ", x + W bf16")
-                     : (v.bf16_w ? ", W bf16" : (v.panels ? ", W panels" : "")),
+                     : (v.bf16_w ? (v.panels ? ", W bf16 panels" : ", W bf16")
+                                 : (v.panels ? ", W panels" : "")),
             threads, hot * 1e6, flop / hot / 1e9, cold * 1e6, flop / cold / 1e9,
             w_bytes / cold / 1e9);
       }
