@@ -116,8 +116,10 @@ const std::vector<KeySpec>& keys() {
              "How linear weights are held in memory. \"auto\": in bf16 when every value is a "
              "bfloat16 (BF16, FP8 and FP4 checkpoints: lossless, same outputs, half the bytes) "
              "and the CPU runs the AVX-512 GEMM, else fp32. \"fp32\": all widened to fp32 (the "
-             "A/B baseline). Either way they are copied into one arena on 2 MiB pages where the "
-             "kernel grants them (same values; fewer TLB misses when a step streams them)."),
+             "A/B baseline). Either way, where the AVX-512 GEMM runs they are packed into "
+             "panels of 16 outputs for its outer-product kernel (bf16 ones stay rows when dtype "
+             "= \"bf16\"), and they are copied into one arena on 2 MiB pages where the kernel "
+             "grants them (same values; fewer TLB misses when a step streams them)."),
       // [executor]
       choice("executor", "device", TS_CONFIG_FIELD(executor.device), "cpu", {"cpu", "cuda"},
              "\"cpu\" runs every rank on host threads; \"cuda\" puts rank i on GPU i."),
