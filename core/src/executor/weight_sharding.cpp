@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
+#include <vector>
 
 #include "ops/gemm_nt.hpp"
 #include "util/check.hpp"
@@ -32,6 +34,19 @@ const Tensor& in_rows(const Tensor& t, Tensor& rows) {
   return rows;
 }
 
+// A tensor of `shape` whose values copy(from, to) takes from t's storage (fp32 or bf16).
+template <typename Copy>
+Tensor copied(const Tensor& t, std::vector<int64_t> shape, const Copy& copy) {
+  Tensor s;
+  s.shape = std::move(shape);
+  if (t.in_bf16()) {
+    copy(t.bf16, s.bf16);
+  } else {
+    copy(t.data, s.data);
+  }
+  return s;
+}
+
 // Rows [begin, begin + count) of a [rows, ...] tensor, in its storage (fp32 or bf16).
 Tensor slice_rows(const Tensor& packed, int64_t begin, int64_t count) {
   Tensor unpacked;
@@ -39,18 +54,11 @@ Tensor slice_rows(const Tensor& packed, int64_t begin, int64_t count) {
   TS_CHECK(!t.shape.empty() && begin + count <= t.shape[0], "row slice {}+{} of {} rows", begin,
            count, t.shape.empty() ? 0 : t.shape[0]);
   const int64_t row = t.numel() / t.shape[0];
-  Tensor s;
-  s.shape = t.shape;
-  s.shape[0] = count;
-  auto copy = [&](const auto& from, auto& to) {
+  std::vector<int64_t> shape = t.shape;
+  shape[0] = count;
+  return copied(t, std::move(shape), [&](const auto& from, auto& to) {
     to.assign(from.begin() + begin * row, from.begin() + (begin + count) * row);
-  };
-  if (t.in_bf16()) {
-    copy(t.bf16, s.bf16);
-  } else {
-    copy(t.data, s.data);
-  }
-  return s;
+  });
 }
 
 // Columns [begin, begin + count) of a [rows, cols] tensor, in its storage (fp32 or bf16).
@@ -60,20 +68,12 @@ Tensor slice_columns(const Tensor& packed, int64_t begin, int64_t count) {
   TS_CHECK(t.shape.size() == 2 && begin + count <= t.shape[1], "column slice {}+{} of {}", begin,
            count, t.shape.size() == 2 ? t.shape[1] : 0);
   const int64_t rows = t.shape[0], cols = t.shape[1];
-  Tensor s;
-  s.shape = {rows, count};
-  auto copy = [&](const auto& from, auto& to) {
+  return copied(t, {rows, count}, [&](const auto& from, auto& to) {
     to.resize(static_cast<size_t>(rows * count));
     for (int64_t r = 0; r < rows; ++r) {
       std::copy_n(from.begin() + r * cols + begin, count, to.begin() + r * count);
     }
-  };
-  if (t.in_bf16()) {
-    copy(t.bf16, s.bf16);
-  } else {
-    copy(t.data, s.data);
-  }
-  return s;
+  });
 }
 
 dsv4::Expert shard_expert(const dsv4::Expert& e, int rank, int ranks) {
