@@ -20,7 +20,9 @@ std::vector<float> uniform(size_t n, float lo, float hi, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(lo, hi);
   std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
+  for (auto& x : v) {
+    x = u(rng);
+  }
   return v;
 }
 

@@ -9,6 +9,7 @@
 #include "ops/gemm_nt.hpp"  // gemm_nt_avx512_available
 
 // glibc's libmvec: exp on 8 double lanes (the x86-64 vector function ABI name of exp for AVX-512).
+// NOLINTNEXTLINE(bugprone-reserved-identifier): glibc exports it under this name
 extern "C" __attribute__((target("avx512f"))) __m512d _ZGVeN8v_exp(__m512d x);
 
 namespace tessera::dsv4 {

@@ -8,6 +8,7 @@
 #include "ops/gemm_nt.hpp"  // gemm_nt_avx512_available
 
 // glibc's libmvec: expf on 16 lanes (the x86-64 vector function ABI name of expf for AVX-512).
+// NOLINTNEXTLINE(bugprone-reserved-identifier): glibc exports it under this name
 extern "C" __attribute__((target("avx512f"))) __m512 _ZGVeN16v_expf(__m512 x);
 
 namespace tessera::ops {
