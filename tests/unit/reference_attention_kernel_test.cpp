@@ -8,6 +8,7 @@
 // scale or softmax shows everywhere.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -107,9 +108,10 @@ TEST(ReferenceAttentionKernel, Avx512KernelComputesItsDefinitionBitForBit) {
   int cases = 0;
   // Dims with every tail (of 8 and of the 64-column blocks); row counts around the 4-row groups;
   // rows given out of order and repeated, as the indexer's picks are.
-  for (const int32_t dim : {1, 7, 8, 9, 63, 64, 65, 100, 128, 129, 192, 512}) {
-    for (const int64_t n : {0, 1, 3, 4, 5, 17, 56, 133}) {
-      const int32_t heads = 3;
+  // Head counts that take every group size of the kernel (8, 4, 2, 1) and mixes of them.
+  for (const int32_t dim : {1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 100, 128, 129, 192, 512}) {
+    for (const int64_t n : {0, 1, 2, 3, 4, 5, 17, 56, 133}) {
+      const int32_t heads = std::array<int32_t, 4>{3, 8, 15, 1}[static_cast<size_t>(cases % 4)];
       std::vector<float> q(static_cast<size_t>(heads * dim)), kv(static_cast<size_t>(n * dim)),
           sink(static_cast<size_t>(heads));
       for (auto* values : {&q, &kv, &sink}) {
@@ -139,7 +141,7 @@ TEST(ReferenceAttentionKernel, Avx512KernelComputesItsDefinitionBitForBit) {
       ++cases;
     }
   }
-  EXPECT_EQ(cases, 96);
+  EXPECT_EQ(cases, 135);
 }
 
 }  // namespace
