@@ -115,9 +115,9 @@ template <int G>
 TS_ATTN_AVX512 void attend_group(const float* q, int32_t dim, const float* const* rows,
                                  int64_t n_rows, float scale, const float* sink, float* out) {
   thread_local std::vector<double> logit, qd, acc;
-  logit.resize(static_cast<size_t>(G * n_rows));
-  qd.resize(static_cast<size_t>(G * dim));
-  acc.resize(static_cast<size_t>(G * dim));
+  logit.resize(static_cast<size_t>(G) * n_rows);
+  qd.resize(static_cast<size_t>(G) * dim);
+  acc.resize(static_cast<size_t>(G) * dim);
   for (int64_t i = 0; i < static_cast<int64_t>(G) * dim; ++i) {
     qd[i] = q[i];
   }
