@@ -11,13 +11,7 @@ namespace {
 
 using namespace gemm_detail;  // NOLINT(google-build-using-namespace): this file's own helpers
 
-// 16 weights as fp32: loaded, or widened from bf16 (its bits are the top half of an fp32's, so
-// the widening is exact and the products are those of the fp32 kernel).
-TS_AVX512 inline __m512 load_w(const float* p) { return _mm512_loadu_ps(p); }
-TS_AVX512 inline __m512 load_w(const uint16_t* p) {
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
+// The tail of a row of W (count < 16 values; load_w reads whole vectors).
 TS_AVX512 inline __m512 load_w_tail(__mmask16 mask, int64_t /*count*/, const float* p) {
   return _mm512_maskz_loadu_ps(mask, p);
 }

@@ -20,6 +20,14 @@
 namespace tessera::ops::gemm_detail {
 
 inline constexpr int kLanes = 16;
+
+// 16 weights as fp32: loaded, or widened from bf16 (its bits are the top half of an fp32's, so
+// the widening is exact and the products are those of fp32 weights). Both fp32-x kernels.
+TS_AVX512 inline __m512 load_w(const float* p) { return _mm512_loadu_ps(p); }
+TS_AVX512 inline __m512 load_w(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
 inline constexpr int64_t kBlock = 4;               // columns (W rows) per block
 inline constexpr int kRows = kGemmNtRowsPerBlock;  // 6 x 4 outputs, 24 accumulators
 

@@ -43,14 +43,6 @@ struct Prefetch {
   }
 };
 
-// A panel's 16 weights at one k as fp32: loaded, or widened from bf16 (exact: a bf16 is the top
-// half of an fp32), so bf16 panels give the products, and bits, of fp32 ones.
-TS_AVX512 inline __m512 load_panel(const float* p) { return _mm512_loadu_ps(p); }
-TS_AVX512 inline __m512 load_panel(const uint16_t* p) {
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 // y[m0 .. m0 + MR)[cols of panels p0 .. p0 + NP) that lie in [n_begin, n_end), over the whole K.
 // xr: MR row pointers; wp: panel p0's first k (panels a.panel_stride values apart).
 template <int MR, int NP, typename W>
@@ -70,7 +62,7 @@ TS_AVX512 inline void tile(const GemmNtArgs& a, const float* const* xr, const W*
     __m512 w[NP];
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) {
-      w[p] = load_panel(wp + p * stride + k * kP);
+      w[p] = load_w(wp + p * stride + k * kP);  // bf16 panels give fp32 panels' bits
     }
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {
@@ -156,9 +148,9 @@ TS_AVX512 void range(const GemmNtArgs& a, const W* panels, int64_t n_begin, int6
   n_end += a.panel_col0;
   constexpr auto kBytes = static_cast<int64_t>(sizeof(W));
   const int64_t panel_bytes = std::max<int64_t>(a.in, 1) * kP * kBytes;
-  const int64_t chunk = std::max<int64_t>(1, int64_t{128} * 1024 / panel_bytes) * kP;
-  for (int64_t nc = n_begin; nc < n_end; nc = (nc / kP) * kP + chunk) {
-    const int64_t nc_end = std::min(n_end, (nc / kP) * kP + chunk);
+  const int64_t chunk = std::max<int64_t>(1, int64_t{128} * 1024 / panel_bytes) * kP;  // columns
+  for (int64_t first = n_begin / kP * kP; first < n_end; first += chunk) {
+    const int64_t nc = std::max(n_begin, first), nc_end = std::min(n_end, first + chunk);
     Prefetch pf;
     // With a single slice of x there is no second pass to hide the fetch behind; a part of K
     // (input_columns) leaves gaps between the panels.

@@ -95,6 +95,10 @@ void zero_output(const GemmNtArgs& a) {
   }
 }
 
+// Items of a product split its columns at multiples of this: the kernel's 4-column blocks, or
+// whole panels of W.
+int64_t item_columns(const GemmNtArgs& a) { return a.in_panels() ? kWeightPanelWidth : 4; }
+
 // Called by the thread that computed columns [begin, end) of y, right after: linear_scanned.
 struct AfterRange {
   void (*call)(void* ctx, int64_t item, int64_t begin, int64_t end) = nullptr;
@@ -159,12 +163,8 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
     split_rows(a, threads);
     return;
   }
-  if (chunks < threads) {
-    unit = 4;
-  }
-  if (a.in_panels()) {  // whole panels per item
-    unit = (unit + kWeightPanelWidth - 1) / kWeightPanelWidth * kWeightPanelWidth;
-  }
+  const int64_t step = item_columns(a);
+  unit = chunks < threads ? step : (unit + step - 1) / step * step;
   const int64_t units = (a.out + unit - 1) / unit;
   const int64_t items = std::clamp<int64_t>(
       std::min<int64_t>(std::max<int64_t>(units / 2, std::min<int64_t>(units, threads)),
@@ -356,7 +356,7 @@ void linear_group(std::span<const GemmNtArgs> gemms) {
     if (madds == 0) {
       continue;
     }
-    const int64_t width = a.in_panels() ? kWeightPanelWidth : 4;  // whole panels
+    const int64_t width = item_columns(a);
     const int64_t blocks = (a.out + width - 1) / width;
     const int64_t n = std::clamp<int64_t>(madds / target, 1, blocks);
     for (int64_t i = 0; i < n; ++i) {

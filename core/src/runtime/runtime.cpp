@@ -91,9 +91,11 @@ void Runtime::build(const dsv4::ModelConfig* config,
   if (weights) {
     // The bf16-activation kernels read bf16 weights as rows (model/weight_panels.hpp).
     bool bf16_panels = false;
-    dsv4::for_each_linear_weight(*weights,
-                                 [&](const dsv4::Tensor& t) { bf16_panels |= t.in_bf16_panels(); });
-    TS_CHECK(!options_.bf16_activations || !bf16_panels,
+    if (options_.bf16_activations) {
+      dsv4::for_each_linear_weight(
+          *weights, [&](const dsv4::Tensor& t) { bf16_panels |= t.in_bf16_panels(); });
+    }
+    TS_CHECK(!bf16_panels,
              "bf16 activations (model.dtype = \"bf16\") need bf16 weights as rows; these were "
              "packed into panels: pack them with keep_bf16_rows");
     weights_ = std::move(weights);
