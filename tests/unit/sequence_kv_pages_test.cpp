@@ -55,5 +55,59 @@ TEST(SequenceKvPages, OneTokenShortcutMatchesTheLayerCount) {
   decode_checking(rt, restored, block + 7, 14);
 }
 
+// append_window_slots / append_compressed_slots list, page by page, exactly the slots
+// window_slot / compressed_slot / indexer_slot give one at a time: across page boundaries, for
+// windows that start inside a page, and for a sequence restored from a snapshot (shared pages).
+void expect_slot_lists_match(const Runtime& rt, const SequenceKv& seq) {
+  const dsv4::ModelConfig& c = rt.model_config();
+  for (int64_t layer = 0; layer < c.num_layers; ++layer) {
+    const int64_t first = seq.window_first_position(layer), last = seq.length() - 1;
+    for (const int64_t from : {first, first + 1, last}) {
+      std::vector<int64_t> listed{-7};  // appended after what is there
+      seq.append_window_slots(layer, from, last, listed);
+      ASSERT_EQ(static_cast<int64_t>(listed.size()), last - from + 2) << "layer " << layer;
+      EXPECT_EQ(listed.front(), -7);
+      for (int64_t p = from; p <= last; ++p) {
+        ASSERT_EQ(listed[static_cast<size_t>(p - from + 1)], seq.window_slot(layer, p))
+            << "layer " << layer << " position " << p;
+      }
+    }
+    std::vector<int64_t> none;
+    seq.append_window_slots(layer, last + 1, last, none);
+    EXPECT_TRUE(none.empty());
+    std::vector<int64_t> main, indexer;
+    const bool csa = c.compress_ratio(layer) == 4;
+    seq.append_compressed_slots(layer, main, csa ? &indexer : nullptr);
+    ASSERT_EQ(static_cast<int64_t>(main.size()), seq.n_compressed(layer));
+    ASSERT_EQ(static_cast<int64_t>(indexer.size()), csa ? seq.n_compressed(layer) : 0);
+    for (int64_t k = 0; k < seq.n_compressed(layer); ++k) {
+      EXPECT_EQ(main[static_cast<size_t>(k)], seq.compressed_slot(layer, k)) << layer << " " << k;
+      if (csa) {
+        EXPECT_EQ(indexer[static_cast<size_t>(k)], seq.indexer_slot(layer, k)) << layer << " " << k;
+      }
+    }
+  }
+}
+
+TEST(SequenceKvPages, SlotListsMatchTheSlotsOneAtATime) {
+  Runtime rt(engine_test::runtime_options(0.05));
+  const int64_t page = rt.pools().main.entries_per_page();
+  int64_t block = page;  // snapshots sit at compressor-window boundaries
+  for (const int64_t m : rt.model_config().compress_ratios)
+    if (m > 0) block = std::lcm(block, m);
+  auto seq = rt.new_sequence();
+  seq->request_snapshot(block);
+  decode_checking(rt, *seq, block, 21);
+  std::vector<PrefixSnapshot> snapshots = seq->take_snapshots();
+  ASSERT_EQ(snapshots.size(), 1u);
+  for (int64_t step = 0; step < 3 * page + 5; step += page / 2 + 1) {
+    decode_checking(rt, *seq, page / 2 + 1, 22);
+    expect_slot_lists_match(rt, *seq);
+  }
+  SequenceKv restored(rt.model_config(), rt.pools(), snapshots.front());
+  decode_checking(rt, restored, page + 3, 23);
+  expect_slot_lists_match(rt, restored);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -288,7 +288,8 @@ typedef struct ts_attention_inputs {
 
 typedef struct ts_attention_outputs {
   uint32_t struct_size;
-  float* out;             /* [n_tokens, n_heads, head_dim], before inverse RoPE */
+  float* out;             /* [n_tokens, n_heads, head_dim], before inverse RoPE; run writes
+                             every value (the host does not clear it first) */
   int32_t* selected;      /* optional [n_tokens, index_topk] chosen entries, -1 padded */
   int64_t entries_scored; /* indexer work actually done (for the visible-only guarantee) */
 } ts_attention_outputs;

@@ -242,6 +242,45 @@ int64_t SequenceKv::indexer_slot(int64_t layer, int64_t entry) const {
 
 int64_t SequenceKv::n_compressed(int64_t layer) const { return layers_[layer].n_compressed; }
 
+void SequenceKv::append_window_slots(int64_t layer, int64_t first, int64_t last,
+                                     std::vector<int64_t>& out) const {
+  if (last < first) {
+    return;
+  }
+  const Layer& l = layers_[layer];
+  const int64_t first_index = first / page_ - l.window_first_page;
+  const int64_t last_index = last / page_ - l.window_first_page;
+  TS_CHECK(first_index >= 0 && last_index < static_cast<int64_t>(l.window_pages.size()),
+           "window slots of positions {}..{} are not held (layer {})", first, last, layer);
+  out.reserve(out.size() + static_cast<size_t>(last - first + 1));
+  int64_t position = first;
+  for (int64_t i = first_index; i <= last_index; ++i) {
+    const int64_t base = static_cast<int64_t>(l.window_pages[i]) * page_;
+    const int64_t page_end = std::min(last + 1, (l.window_first_page + i + 1) * page_);
+    for (int64_t offset = position % page_; position < page_end; ++position, ++offset) {
+      out.push_back(base + offset);
+    }
+  }
+}
+
+void SequenceKv::append_compressed_slots(int64_t layer, std::vector<int64_t>& main,
+                                         std::vector<int64_t>* indexer) const {
+  const Layer& l = layers_[layer];
+  const auto append = [&](const auto& pages, std::vector<int64_t>& out) {
+    out.reserve(out.size() + static_cast<size_t>(l.n_compressed));
+    for (int64_t entry = 0; entry < l.n_compressed; entry += page_) {
+      const int64_t base = static_cast<int64_t>(pages[entry / page_]) * page_;
+      for (int64_t offset = 0; offset < std::min(page_, l.n_compressed - entry); ++offset) {
+        out.push_back(base + offset);
+      }
+    }
+  };
+  append(l.compressed_pages, main);
+  if (indexer != nullptr) {
+    append(l.index_pages, *indexer);
+  }
+}
+
 void SequenceKv::request_snapshot(int64_t length) {
   TS_CHECK(length > length_ && (pending_.empty() || length > pending_.back().length),
            "snapshot at {} requested behind the cache ({} tokens) or out of order", length,

@@ -67,6 +67,14 @@ class SequenceKv {
   int64_t compressed_slot(int64_t layer, int64_t entry) const;
   int64_t indexer_slot(int64_t layer, int64_t entry) const;
   int64_t n_compressed(int64_t layer) const;
+  // The slots of positions [first, last] still in the window, as window_slot gives them, appended
+  // to `out` page by page (the attention batch lists them for every sequence and layer of a step:
+  // one division per position was ~half of describing a 64-sequence batch).
+  void append_window_slots(int64_t layer, int64_t first, int64_t last,
+                           std::vector<int64_t>& out) const;
+  // compressed_slot (and, given `indexer`, indexer_slot) of entries [0, n_compressed) appended.
+  void append_compressed_slots(int64_t layer, std::vector<int64_t>& main,
+                               std::vector<int64_t>* indexer) const;
 
   dsv4::CompressorState& compressor(int64_t layer) { return layers_[layer].compressor; }
   dsv4::CompressorState& index_compressor(int64_t layer) { return layers_[layer].index_compressor; }

@@ -1,5 +1,6 @@
 #include "model/attention_layer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <utility>
@@ -21,11 +22,12 @@ constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
 constexpr int64_t kMinTokensPerChunk = 8;
 
 // Products of one input with several weights, computed together (ops::linear_group):
-// add(w) returns the product's row-major [rows, w.out] output, filled by run().
+// add(w) returns the product's row-major [rows, w.out] output, every value written by run() (not
+// zeroed first: serial memset on the loop thread).
 class Projections {
  public:
   Projections(const float* x, int64_t rows) : x_(x), rows_(rows) {}
-  std::vector<float>& add(const Tensor& w) {
+  UninitializedVector<float>& add(const Tensor& w) {
     const int64_t out = w.shape[0];
     outputs_.emplace_back(static_cast<size_t>(rows_ * out));
     gemms_.push_back(ops::weight_product(x_, rows_, w.shape[1], w, nullptr, out));
@@ -41,19 +43,19 @@ class Projections {
  private:
   const float* x_;
   int64_t rows_;
-  std::deque<std::vector<float>> outputs_;  // stable addresses as more are added
+  std::deque<UninitializedVector<float>> outputs_;  // stable addresses as more are added
   std::vector<ops::GemmNtArgs> gemms_;
 };
 
 // A compressor's projections of x: kv rows and gate rows (ape still to be added), [T, c*d] each.
 struct CompressorInput {
-  std::vector<float>* kv = nullptr;
-  std::vector<float>* gate = nullptr;
+  UninitializedVector<float>* kv = nullptr;
+  UninitializedVector<float>* gate = nullptr;
 };
 
 CompressorInput add_compressor(Projections& p, const Compressor& w) {
-  std::vector<float>& kv = p.add(w.wkv);
-  std::vector<float>& gate = p.add(w.wgate);
+  UninitializedVector<float>& kv = p.add(w.wkv);
+  UninitializedVector<float>& gate = p.add(w.wgate);
   return {&kv, &gate};
 }
 
@@ -68,8 +70,8 @@ void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor
                     const std::vector<int64_t>& positions, const CompressorInput& input,
                     bool is_indexer) {
   const int64_t m = ctx.config.compress_ratio(layer);
-  const std::vector<float>& kv = *input.kv;
-  std::vector<float>& gate = *input.gate;
+  const UninitializedVector<float>& kv = *input.kv;
+  UninitializedVector<float>& gate = *input.gate;
   const int64_t width = w.wkv.shape[0];
   const int64_t dim = w.norm.shape[0];
   const auto n_chunks = static_cast<int64_t>(batch.chunks.size());
@@ -108,14 +110,19 @@ void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor
   const ts_kv_layout& layout =
       is_indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
   uint8_t* pool = is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data();
+  // Slots in batch order on this thread (allocation is not thread-safe), then the entries, packed
+  // into rows, stored on the compute threads.
+  std::vector<int64_t> slots;
+  UninitializedVector<float> rows;
   for (int64_t c = 0; c < n_chunks; ++c) {
     SequenceKv& kv_cache = *batch.chunks[static_cast<size_t>(c)].kv;
     for (auto& [k, entry] : entries[static_cast<size_t>(c)]) {
-      const int64_t slot = is_indexer ? kv_cache.indexer_slot(layer, k)  // allocated with main
-                                      : kv_cache.append_compressed(layer);
-      ctx.kv_format.store(layout, entry.data(), std::span<const int64_t>(&slot, 1), pool);
+      slots.push_back(is_indexer ? kv_cache.indexer_slot(layer, k)  // allocated with main
+                                 : kv_cache.append_compressed(layer));
+      rows.insert(rows.end(), entry.begin(), entry.end());
     }
   }
+  ctx.kv_format.store_parallel(layout, rows.data(), slots, pool);
 }
 
 }  // namespace
@@ -132,10 +139,10 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
 
   // Every product of x in one pass, then every product of the normalised q latent in another.
   Projections of_x(x, T);
-  std::vector<float>& q_lat = of_x.add(w.wq_a);  // [T, q_lora_rank]
-  std::vector<float>& kv = of_x.add(w.wkv);      // [T, Dh]
+  UninitializedVector<float>& q_lat = of_x.add(w.wq_a);  // [T, q_lora_rank]
+  UninitializedVector<float>& kv = of_x.add(w.wkv);      // [T, Dh]
   CompressorInput main_input, index_input;
-  std::vector<float>* index_w_rows = nullptr;  // [T, IH]
+  UninitializedVector<float>* index_w_rows = nullptr;  // [T, IH]
   if (m > 0) {
     main_input = add_compressor(of_x, *w.compressor);
   }
@@ -144,10 +151,13 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
     index_w_rows = &of_x.add(w.indexer->weights_proj);
   }
   of_x.run();
-  ops::rms_norm(q_lat.data(), T, cfg.q_lora_rank, w.q_norm.ptr(), eps);
+  ops::for_each_row_chunk(T, kMinTokensPerChunk, [&](int64_t first, int64_t last) {
+    ops::rms_norm(q_lat.data() + first * cfg.q_lora_rank, last - first, cfg.q_lora_rank,
+                  w.q_norm.ptr(), eps);
+  });
   Projections of_q_lat(q_lat.data(), T);
-  std::vector<float>& q = of_q_lat.add(w.wq_b);  // [T, H, Dh]
-  std::vector<float>* index_q_rows = m == 4 ? &of_q_lat.add(w.indexer->wq_b) : nullptr;
+  UninitializedVector<float>& q = of_q_lat.add(w.wq_b);  // [T, H, Dh]
+  UninitializedVector<float>* index_q_rows = m == 4 ? &of_q_lat.add(w.indexer->wq_b) : nullptr;
   of_q_lat.run();
   // Per token (each alone, so on any thread with the same bits): ~28 us of a 64-sequence step's
   // layer on one thread.
@@ -165,9 +175,10 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks)
     for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row)
       slots[row] = chunk.kv->write_window_slot(layer, positions[row]);
-  ctx.kv_format.store(ctx.kv_format.main_layout(), kv.data(), slots, ctx.pools.main.data());
+  ctx.kv_format.store_parallel(ctx.kv_format.main_layout(), kv.data(), slots,
+                               ctx.pools.main.data());
 
-  std::vector<float> index_q, index_w;
+  UninitializedVector<float> index_q, index_w;
   if (m > 0) {  // main first: append_compressed (main) allocates the indexer slot too
     run_compressor(ctx, layer, *w.compressor, rope, batch, positions, main_input, false);
     if (m == 4) {
@@ -177,14 +188,17 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   if (m == 4) {
     const int64_t IH = cfg.index_n_heads, ID = cfg.index_head_dim;
     index_q = std::move(*index_q_rows);  // [T, IH, ID], no norm
-    for (int64_t t = 0; t < T; ++t) {
-      rope.apply(index_q.data() + t * IH * ID, IH, ID, positions[t]);
-    }
-    index_w = std::move(*index_w_rows);
+    index_w = std::move(*index_w_rows);  // [T, IH]
     // nI^-0.5 on the head weights and index_head_dim^-0.5 on the score (TRANSFORMERS_NOTES §F)
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(IH)) /
                                            std::sqrt(static_cast<double>(ID)));
-    for (float& v : index_w) v *= scale;
+    const int64_t weights_per_token = static_cast<int64_t>(index_w.size()) / T;
+    ops::for_each_row_chunk(T, kMinTokensPerChunk, [&](int64_t first, int64_t last) {
+      for (int64_t t = first; t < last; ++t) {
+        rope.apply(index_q.data() + t * IH * ID, IH, ID, positions[t]);
+        for (int64_t h = 0; h < weights_per_token; ++h) index_w[t * weights_per_token + h] *= scale;
+      }
+    });
   }
 
   // Describe every sequence's cache to the backend.
@@ -198,16 +212,12 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
     s.n_queries = static_cast<int32_t>(n);
     s.first_position = positions[row];
     s.window_first_position = chunk.kv->window_first_position(layer);
-    auto& ws = window_slots.emplace_back();
-    for (int64_t p = s.window_first_position; p <= s.first_position + n - 1; ++p)
-      ws.push_back(chunk.kv->window_slot(layer, p));
+    chunk.kv->append_window_slots(layer, s.window_first_position, s.first_position + n - 1,
+                                  window_slots.emplace_back());
     auto& cs = comp_slots.emplace_back();
     auto& is = idx_slots.emplace_back();
     s.n_compressed = m > 0 ? chunk.kv->n_compressed(layer) : 0;
-    for (int64_t k = 0; k < s.n_compressed; ++k) {
-      cs.push_back(chunk.kv->compressed_slot(layer, k));
-      if (m == 4) is.push_back(chunk.kv->indexer_slot(layer, k));
-    }
+    if (m > 0) chunk.kv->append_compressed_slots(layer, cs, m == 4 ? &is : nullptr);
     seqs.push_back(s);
     row += n;
   }
@@ -236,7 +246,7 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   size_t ws_bytes = 0;
   ctx.backend.check(table.plan(ctx.backend.get(), &desc, &tb, &ws_bytes), "plan");
   if (ctx.workspace.size() < ws_bytes) ctx.workspace.resize(ws_bytes);
-  std::vector<float> o(static_cast<size_t>(T * H * Dh));
+  UninitializedVector<float> o(static_cast<size_t>(T * H * Dh));  // run() writes every value
   ts_attention_inputs in{};
   in.struct_size = sizeof in;
   in.q = q.data();
@@ -253,21 +263,28 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
                     "run");
   stats.indexer_entries_scored += result.entries_scored;
 
-  ops::for_each_row_chunk(T, kMinTokensPerChunk, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      rope.apply(o.data() + t * H * Dh, H, Dh, positions[t], true);
-    }
-  });
-
   // Grouped low-rank output: group g = heads [g*H/G, (g+1)*H/G); wo_a viewed [G, OL, H/G*Dh].
   // On a tensor-parallel rank G is its share of the groups and `out` is a partial sum over them
   // (wo_b holds the matching input columns); the caller all-reduces it.
   const int64_t OL = cfg.o_lora_rank, G = w.wo_a.shape[0] / OL, in_g = H / G * Dh;
-  std::vector<float> z(static_cast<size_t>(T * G * OL));
+  // Each token's output, rotated back, is copied group-major ([G, T, in_g]) while it is in this
+  // thread's cache: a group's rows then lie end to end, where in o they lie H * Dh apart (4 KiB
+  // for 8 x 128), which linear_group would copy together first on this thread alone.
+  UninitializedVector<float> by_group(o.size());
+  ops::for_each_row_chunk(T, kMinTokensPerChunk, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      float* row = o.data() + t * H * Dh;
+      rope.apply(row, H, Dh, positions[t], true);
+      for (int64_t g = 0; g < G; ++g) {
+        std::copy_n(row + g * in_g, in_g, by_group.data() + (g * T + t) * in_g);
+      }
+    }
+  });
+  UninitializedVector<float> z(static_cast<size_t>(T * G * OL));  // every group's columns written
   std::vector<ops::GemmNtArgs> groups;
   for (int64_t g = 0; g < G; ++g) {
-    groups.push_back(ops::weight_product(o.data() + g * in_g, T, H * Dh, w.wo_a, z.data() + g * OL,
-                                         G * OL, g * OL, OL));
+    groups.push_back(ops::weight_product(by_group.data() + g * T * in_g, T, in_g, w.wo_a,
+                                         z.data() + g * OL, G * OL, g * OL, OL));
   }
   ops::linear_group(groups);
   if (ctx.reduction_parts <= 1) {

@@ -11,6 +11,9 @@
 #include "util/check.hpp"
 
 namespace tessera::dsv4 {
+namespace {
+constexpr int64_t kMinTokensPerCopyChunk = 8;
+}  // namespace
 
 Model::Model(const ModelConfig& config, const ModelWeights& weights, const KvFormat& kv_format,
              const PluginInstance& attention, KvPools& pools, Communicator* comm)
@@ -41,33 +44,33 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
     }
   }
 
-  // Streams X [T, n, D]: the embedding copied into every stream.
-  std::vector<float> streams(static_cast<size_t>(T * n * D));
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t k = 0; k < n; ++k)
-      std::copy_n(weights_.embed.ptr() + ids[t] * D, D, streams.begin() + (t * n + k) * D);
+  // Streams X [T, n, D]: the embedding copied into every stream (on the compute threads, like
+  // every other per-token pass: 512 KiB at 64 tokens).
+  UninitializedVector<float> streams(static_cast<size_t>(T * n * D));
+  ops::for_each_row_chunk(T, kMinTokensPerCopyChunk, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t)
+      for (int64_t k = 0; k < n; ++k)
+        std::copy_n(weights_.embed.ptr() + ids[t] * D, D, streams.begin() + (t * n + k) * D);
+  });
 
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
-  std::vector<float> x(static_cast<size_t>(T * D)), block_out(x.size());
-  const float eps = static_cast<float>(config_.rms_norm_eps);
+  UninitializedVector<float> x(static_cast<size_t>(T * D)), block_out(x.size());
   AttentionContext ctx{config_, kv_format_, pools_, attention_, workspace_, reduction_parts_};
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const Layer& layer = weights_.layers[l];
-    HcMix mix = hc_pre(config_, layer.hc_attn, streams.data(), T, x.data());
-    ops::rms_norm(x.data(), T, D, layer.attn_norm.ptr(), eps);
+    HcMix mix = hc_pre(config_, layer.hc_attn, streams.data(), T, x.data(), layer.attn_norm.ptr());
     attention_forward(ctx, l, layer.attn, rope_[l], batch, positions, x.data(), block_out.data(),
                       st);
     if (comm_) comm_->all_reduce_sum(block_out.data(), block_out.size());  // sum over wo_b shards
     hc_post(config_, mix, block_out.data(), streams.data(), T);
 
-    mix = hc_pre(config_, layer.hc_ffn, streams.data(), T, x.data());
-    ops::rms_norm(x.data(), T, D, layer.ffn_norm.ptr(), eps);
+    mix = hc_pre(config_, layer.hc_ffn, streams.data(), T, x.data(), layer.ffn_norm.ptr());
     moe_forward(config_, layer.ffn, config_.is_hash_layer(l), x.data(), ids.data(), T,
                 block_out.data(), reduction_parts_);
     if (comm_) comm_->all_reduce_sum(block_out.data(), block_out.size());  // sum over expert shards
     hc_post(config_, mix, block_out.data(), streams.data(), T);
-    if (st.capture_streams) st.layer_streams.push_back(streams);
+    if (st.capture_streams) st.layer_streams.emplace_back(streams.begin(), streams.end());
   }
   for (const SequenceChunk& c : batch.chunks) c.kv->advance(static_cast<int64_t>(c.tokens.size()));
 
@@ -86,11 +89,12 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
     row += len;
   }
   const auto R = static_cast<int64_t>(rows.size());
-  std::vector<float> picked(static_cast<size_t>(R * n * D)), y(static_cast<size_t>(R * D));
-  for (int64_t r = 0; r < R; ++r)
-    std::copy_n(streams.begin() + rows[r] * n * D, n * D, picked.begin() + r * n * D);
-  hc_head(config_, weights_, picked.data(), R, y.data());
-  ops::rms_norm(y.data(), R, D, weights_.norm.ptr(), eps);
+  UninitializedVector<float> picked(static_cast<size_t>(R * n * D)), y(static_cast<size_t>(R * D));
+  ops::for_each_row_chunk(R, kMinTokensPerCopyChunk, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r)
+      std::copy_n(streams.begin() + rows[r] * n * D, n * D, picked.begin() + r * n * D);
+  });
+  hc_head(config_, weights_, picked.data(), R, y.data(), weights_.norm.ptr());
   logits.values.resize(static_cast<size_t>(R * V));
   if (!comm_) {
     logits.scans.resize(static_cast<size_t>(R));

@@ -7,6 +7,7 @@
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
 #include "tessera/simd_clones.hpp"
+#include "util/uninitialized_vector.hpp"
 
 namespace tessera::dsv4 {
 
@@ -58,11 +59,11 @@ TS_SIMD_CLONES void post_mix_token(const float* post, const float* comb, const f
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // mix[T, rows] = (X_t flattened . fn^T) * rsqrt(mean(X_t^2) + eps)   (the unweighted-RMS input)
-std::vector<float> mix_logits(const ModelConfig& config, const Tensor& fn, const float* streams,
-                              int64_t tokens) {
+UninitializedVector<float> mix_logits(const ModelConfig& config, const Tensor& fn,
+                                      const float* streams, int64_t tokens) {
   const int64_t width = config.hc_mult * config.hidden_size;
   const int64_t rows = fn.shape[0];
-  std::vector<float> mix(static_cast<size_t>(tokens * rows));
+  UninitializedVector<float> mix(static_cast<size_t>(tokens * rows));
   ops::linear(streams, tokens, fn, mix.data());
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
@@ -111,10 +112,10 @@ TS_SIMD_CLONES void sinkhorn_batched(float* __restrict c, int64_t n, int64_t T, 
 }  // namespace
 
 HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float* streams,
-             int64_t tokens, float* x_in) {
+             int64_t tokens, float* x_in, const float* norm_weight) {
   const int64_t n = config.hc_mult, D = config.hidden_size;
   const float eps = static_cast<float>(config.hc_eps);
-  const std::vector<float> mix = mix_logits(config, site.fn, streams, tokens);
+  const UninitializedVector<float> mix = mix_logits(config, site.fn, streams, tokens);
   const int64_t rows = site.fn.shape[0];  // (2 + n) * n
   const float* scale = site.scale.ptr();
   const float* base = site.base.ptr();
@@ -164,6 +165,10 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
     for (int64_t t = first; t < last; ++t) {
       pre_mix_token(out.pre.data() + t * n, streams + t * n * D, n, D, x_in + t * D);
     }
+    if (norm_weight != nullptr) {
+      ops::rms_norm(x_in + first * D, last - first, D, norm_weight,
+                    static_cast<float>(config.rms_norm_eps));
+    }
   });
   return out;
 }
@@ -181,22 +186,28 @@ void hc_post(const ModelConfig& config, const HcMix& mix, const float* block_out
 }
 
 void hc_head(const ModelConfig& config, const ModelWeights& weights, const float* streams,
-             int64_t tokens, float* y) {
+             int64_t tokens, float* y, const float* norm_weight) {
   const int64_t n = config.hc_mult, D = config.hidden_size;
-  const std::vector<float> mix = mix_logits(config, weights.hc_head_fn, streams, tokens);
+  const UninitializedVector<float> mix = mix_logits(config, weights.hc_head_fn, streams, tokens);
   const float scale = weights.hc_head_scale.data[0];
-  for (int64_t t = 0; t < tokens; ++t) {
-    float* out = y + t * D;
-    std::fill(out, out + D, 0.0f);
-    for (int64_t k = 0; k < n; ++k) {
-      const float pre = sigmoid(mix[t * n + k] * scale + weights.hc_head_base.data[k]) +
-                        static_cast<float>(config.hc_eps);
-      const float* s = streams + (t * n + k) * D;
-      for (int64_t i = 0; i < D; ++i) {
-        out[i] += pre * s[i];
+  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      float* out = y + t * D;
+      std::fill(out, out + D, 0.0f);
+      for (int64_t k = 0; k < n; ++k) {
+        const float pre = sigmoid(mix[t * n + k] * scale + weights.hc_head_base.data[k]) +
+                          static_cast<float>(config.hc_eps);
+        const float* s = streams + (t * n + k) * D;
+        for (int64_t i = 0; i < D; ++i) {
+          out[i] += pre * s[i];
+        }
       }
     }
-  }
+    if (norm_weight != nullptr) {
+      ops::rms_norm(y + first * D, last - first, D, norm_weight,
+                    static_cast<float>(config.rms_norm_eps));
+    }
+  });
 }
 
 }  // namespace tessera::dsv4

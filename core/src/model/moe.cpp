@@ -1,6 +1,7 @@
 #include "model/moe.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 #include <span>
@@ -18,6 +19,17 @@ namespace tessera::dsv4 {
 namespace {
 
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch threshold 20
+
+// Routing runs in chunks of at least this many tokens (a 64-token step: 4 chunks on two threads;
+// serial, its softplus and top-k were ~25 us of each layer on the engine loop thread alone).
+constexpr int64_t kMinTokensPerRoutingChunk = 16;
+
+// value = min(value, t), atomically.
+void lower_to(std::atomic<int64_t>& value, int64_t t) {
+  int64_t seen = value.load(std::memory_order_relaxed);
+  while (t < seen && !value.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
+  }
+}
 
 // One expert's share of a layer: rows of x (the shared expert: all tokens; a routed one: its
 // tokens, gathered), its hidden activations and its output.
@@ -95,42 +107,68 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
   const int64_t D = config.hidden_size, E = config.n_routed_experts, K = config.experts_per_token;
   std::vector<float> scores(static_cast<size_t>(tokens * E));
   ops::linear(x, tokens, moe.gate, scores.data());
-  for (float& s : scores) {
-    s = std::sqrt(softplus(s));
-  }
 
-  // Routing: per token K (expert, weight) pairs, then grouped by expert.
+  // Routing, each token alone (so on any thread, with the same bits): its K (expert, weight)
+  // pairs into picked / picked_weight [T, K]; then grouped by expert in token order. A bad token
+  // id or table entry is reported for the lowest such token, after the loop (items must not throw).
+  std::vector<int32_t> picked(static_cast<size_t>(tokens * K));
+  std::vector<float> picked_weight(picked.size());
+  std::atomic<int64_t> first_bad{tokens};
+  ops::for_each_row_chunk(tokens, kMinTokensPerRoutingChunk, [&](int64_t t0, int64_t t1) {
+    std::vector<int32_t> order(static_cast<size_t>(E));
+    for (int64_t t = t0; t < t1; ++t) {
+      float* s = scores.data() + t * E;
+      for (int64_t e = 0; e < E; ++e) {
+        s[e] = std::sqrt(softplus(s[e]));
+      }
+      int32_t* chosen = picked.data() + t * K;
+      if (hash_layer) {
+        const int64_t id = token_ids[t];
+        if (id < 0 || id * K >= static_cast<int64_t>(moe.tid2eid.size())) {
+          lower_to(first_bad, t);
+          continue;
+        }
+        for (int64_t k = 0; k < K; ++k) {
+          chosen[k] = moe.tid2eid[static_cast<size_t>(id * K + k)];
+        }
+      } else {
+        std::iota(order.begin(), order.end(), 0);
+        const float* bias = moe.bias ? moe.bias->ptr() : nullptr;
+        auto biased = [&](int32_t e) { return s[e] + (bias ? bias[e] : 0.0f); };
+        std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t b) {
+          return biased(a) != biased(b) ? biased(a) > biased(b) : a < b;
+        });
+        std::copy(order.begin(), order.begin() + K, chosen);
+      }
+      if (std::any_of(chosen, chosen + K, [&](int32_t e) { return e < 0 || e >= E; })) {
+        lower_to(first_bad, t);
+        continue;
+      }
+      double sum = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        sum += s[chosen[k]];
+      }
+      for (int64_t k = 0; k < K; ++k) {
+        picked_weight[t * K + k] =
+            static_cast<float>(s[chosen[k]] / (sum + 1e-20) * config.routed_scaling_factor);
+      }
+    }
+  });
+  if (const int64_t t = first_bad.load(); t < tokens) {
+    const int64_t id = token_ids[t];
+    TS_CHECK(!hash_layer || (id >= 0 && id * K < static_cast<int64_t>(moe.tid2eid.size())),
+             "hash routing: token id {} outside tid2eid", id);
+    const int32_t* chosen = picked.data() + t * K;
+    const int32_t e = *std::find_if(chosen, chosen + K, [&](int32_t v) { return v < 0 || v >= E; });
+    TS_CHECK(false, "routing picked expert {} of {}", e, E);
+  }
   std::vector<std::vector<int64_t>> rows_of(static_cast<size_t>(E));
   std::vector<std::vector<float>> weight_of(static_cast<size_t>(E));
-  std::vector<int32_t> chosen(static_cast<size_t>(K));
-  std::vector<int32_t> order(static_cast<size_t>(E));
   for (int64_t t = 0; t < tokens; ++t) {
-    const float* s = scores.data() + t * E;
-    if (hash_layer) {
-      const int64_t id = token_ids[t];
-      TS_CHECK(id >= 0 && id * K < static_cast<int64_t>(moe.tid2eid.size()),
-               "hash routing: token id {} outside tid2eid", id);
-      for (int64_t k = 0; k < K; ++k) {
-        chosen[k] = moe.tid2eid[static_cast<size_t>(id * K + k)];
-      }
-    } else {
-      std::iota(order.begin(), order.end(), 0);
-      const float* bias = moe.bias ? moe.bias->ptr() : nullptr;
-      auto biased = [&](int32_t e) { return s[e] + (bias ? bias[e] : 0.0f); };
-      std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t b) {
-        return biased(a) != biased(b) ? biased(a) > biased(b) : a < b;
-      });
-      std::copy(order.begin(), order.begin() + K, chosen.begin());
-    }
-    double sum = 0;
-    for (int32_t e : chosen) {
-      sum += s[e];
-    }
-    for (int32_t e : chosen) {
-      TS_CHECK(e >= 0 && e < E, "routing picked expert {} of {}", e, E);
+    for (int64_t k = 0; k < K; ++k) {
+      const int32_t e = picked[static_cast<size_t>(t * K + k)];
       rows_of[e].push_back(t);
-      weight_of[e].push_back(
-          static_cast<float>(s[e] / (sum + 1e-20) * config.routed_scaling_factor));
+      weight_of[e].push_back(picked_weight[static_cast<size_t>(t * K + k)]);
     }
   }
 
