@@ -1,10 +1,6 @@
 #include "kv/kv_format.hpp"
 
-#include <exception>
-#include <mutex>
 #include <utility>
-
-#include "ops/compute_threads.hpp"
 
 namespace tessera {
 
@@ -42,27 +38,6 @@ void KvFormat::load(const ts_kv_layout& layout, const uint8_t* pool, std::span<c
   instance_.check(table_->load(instance_.get(), &layout, pool, slots.data(),
                                static_cast<int64_t>(slots.size()), rows, kCpu),
                   "load");
-}
-
-void KvFormat::store_parallel(const ts_kv_layout& layout, const float* rows,
-                              std::span<const int64_t> slots, uint8_t* pool) const {
-  constexpr int64_t kMinRowsPerChunk = 8;
-  const auto n = static_cast<int64_t>(slots.size());
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  int64_t first_failed = n;
-  ops::for_each_row_chunk(n, kMinRowsPerChunk, [&](int64_t first, int64_t last) {
-    try {
-      store(layout, rows + first * layout.dim, slots.subspan(first, last - first), pool);
-    } catch (...) {  // items must not throw: kept, the lowest chunk's rethrown below
-      const std::lock_guard lock(error_mutex);
-      if (first < first_failed) {
-        first_failed = first;
-        error = std::current_exception();
-      }
-    }
-  });
-  if (error) std::rethrow_exception(error);
 }
 
 ts_kv_reader KvFormat::reader() const {

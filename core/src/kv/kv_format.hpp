@@ -24,12 +24,6 @@ class KvFormat {
              uint8_t* pool) const;
   void load(const ts_kv_layout& layout, const uint8_t* pool, std::span<const int64_t> slots,
             float* rows) const;
-  // store(), the rows shared over the compute threads in chunks (the plugin ABI lets stores to
-  // different slots run concurrently): a step's 64 new window entries are quantised on both
-  // cores instead of on the engine loop alone. The first failing chunk's error is thrown after
-  // every chunk has run.
-  void store_parallel(const ts_kv_layout& layout, const float* rows, std::span<const int64_t> slots,
-                      uint8_t* pool) const;
 
   // What an attention backend needs to read this format.
   ts_kv_reader reader() const;

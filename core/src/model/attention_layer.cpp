@@ -110,19 +110,14 @@ void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor
   const ts_kv_layout& layout =
       is_indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
   uint8_t* pool = is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data();
-  // Slots in batch order on this thread (allocation is not thread-safe), then the entries, packed
-  // into rows, stored on the compute threads.
-  std::vector<int64_t> slots;
-  UninitializedVector<float> rows;
   for (int64_t c = 0; c < n_chunks; ++c) {
     SequenceKv& kv_cache = *batch.chunks[static_cast<size_t>(c)].kv;
     for (auto& [k, entry] : entries[static_cast<size_t>(c)]) {
-      slots.push_back(is_indexer ? kv_cache.indexer_slot(layer, k)  // allocated with main
-                                 : kv_cache.append_compressed(layer));
-      rows.insert(rows.end(), entry.begin(), entry.end());
+      const int64_t slot = is_indexer ? kv_cache.indexer_slot(layer, k)  // allocated with main
+                                      : kv_cache.append_compressed(layer);
+      ctx.kv_format.store(layout, entry.data(), std::span<const int64_t>(&slot, 1), pool);
     }
   }
-  ctx.kv_format.store_parallel(layout, rows.data(), slots, pool);
 }
 
 }  // namespace
@@ -175,8 +170,7 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks)
     for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row)
       slots[row] = chunk.kv->write_window_slot(layer, positions[row]);
-  ctx.kv_format.store_parallel(ctx.kv_format.main_layout(), kv.data(), slots,
-                               ctx.pools.main.data());
+  ctx.kv_format.store(ctx.kv_format.main_layout(), kv.data(), slots, ctx.pools.main.data());
 
   UninitializedVector<float> index_q, index_w;
   if (m > 0) {  // main first: append_compressed (main) allocates the indexer slot too
