@@ -32,6 +32,9 @@ class IncrementalDetokenizer {
   // and may be reused for a new sequence.
   [[nodiscard]] std::string finish();
 
+  // Asks for what push(id) will read of the tokenizer's table (Tokenizer::prefetch_token).
+  void prefetch(int32_t id) const { tokenizer_.prefetch_token(id); }
+
   // Bytes held back, waiting for the rest of a character.
   [[nodiscard]] std::size_t pending_bytes() const { return pending_.size(); }
 

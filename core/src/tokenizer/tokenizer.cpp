@@ -154,6 +154,14 @@ bool Tokenizer::is_added(int32_t id) const {
   return id >= 0 && static_cast<std::size_t>(id) < impl_->tokens.size() && impl_->tokens[id].added;
 }
 
+void Tokenizer::prefetch_token(int32_t id) const {
+  if (id >= 0 && static_cast<std::size_t>(id) < impl_->tokens.size()) {
+    const Impl::TokenEntry& e = impl_->tokens[id];
+    __builtin_prefetch(&e.bytes);
+    __builtin_prefetch(&e.special);
+  }
+}
+
 bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && static_cast<std::size_t>(id) < impl_->tokens.size() &&
          impl_->tokens[id].special;

@@ -57,6 +57,9 @@ class Tokenizer {
   // tokens that decode(ids, skip_special_tokens = true) drops.
   [[nodiscard]] bool is_added(int32_t id) const;
   [[nodiscard]] bool is_special(int32_t id) const;
+  // Asks for the cache lines token_bytes / is_added / is_special read for `id`: the engine loop
+  // asks a few sequences ahead of detokenizing their sampled tokens (random rows of the table).
+  void prefetch_token(int32_t id) const;
 
  private:
   struct Impl;
