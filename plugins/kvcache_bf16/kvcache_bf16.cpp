@@ -110,6 +110,27 @@ ts_status check_call(const ts_kv_layout* layout, const int64_t* slots, int64_t n
   return ok();
 }
 
+// Whether every value is finite (exponent not all ones): one branch-free pass the compiler
+// vectorises; a step stores 64 rows per layer, and a per-value std::isfinite with an early return
+// plus a per-value narrowing loop made store ~20 us of every 64-sequence layer (scalar code).
+TS_SIMD_CLONES bool all_finite(const float* values, int64_t n) {
+  uint32_t inf_or_nan = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, values + i, sizeof bits);
+    inf_or_nan |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+  }
+  return inf_or_nan == 0;
+}
+
+// One entry's values rounded to bf16 (to_bf16, vectorised).
+TS_SIMD_CLONES void narrow_bf16(const float* src, uint8_t* dst, int64_t dim) {
+  for (int64_t c = 0; c < dim; ++c) {
+    const uint16_t h = to_bf16(src[c]);
+    std::memcpy(dst + 2 * c, &h, 2);
+  }
+}
+
 ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
                 const int64_t* slots, uint8_t* pool, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
@@ -117,10 +138,13 @@ ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows
       return s;
     }
     const int64_t dim = layout->dim;
-    for (int64_t i = 0; i < n * dim; ++i) {  // validate everything before writing anything
-      if (!std::isfinite(rows[i])) {
-        return fail(TS_ERR_NUMERIC, "store: non-finite value in row " + std::to_string(i / dim) +
-                                        ", channel " + std::to_string(i % dim));
+    // Validate everything before writing anything; the first bad value named.
+    if (!all_finite(rows, n * dim)) {
+      for (int64_t i = 0; i < n * dim; ++i) {
+        if (!std::isfinite(rows[i])) {
+          return fail(TS_ERR_NUMERIC, "store: non-finite value in row " + std::to_string(i / dim) +
+                                          ", channel " + std::to_string(i % dim));
+        }
       }
     }
     for (int64_t i = 0; i < n; ++i) {
@@ -129,10 +153,7 @@ ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows
         std::memcpy(dst, rows + i * dim, static_cast<size_t>(dim) * sizeof(float));
         continue;
       }
-      for (int64_t c = 0; c < dim; ++c) {
-        const uint16_t h = to_bf16(rows[i * dim + c]);
-        std::memcpy(dst + 2 * c, &h, 2);
-      }
+      narrow_bf16(rows + i * dim, dst, dim);
     }
     return ok();
   });
