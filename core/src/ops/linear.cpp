@@ -9,22 +9,19 @@
 #include "ops/compute_threads.hpp"
 #include "ops/gemm_nt.hpp"
 #include "ops/linear_blas.hpp"
+#include "ops/linear_detail.hpp"
 #include "tessera/plugin_abi.h"
 #include "util/check.hpp"
 
 namespace tessera::ops {
-namespace {
+namespace linear_detail {
 
-// Work is shared in items of at least this many multiply-adds (a few microseconds: an item costs
-// one atomic increment, a helper's hand-off about a microsecond).
-constexpr int64_t kMinMaddsPerItem = int64_t{64} * 1024;
 // Two items per thread: a late helper costs at most half a share, and each item is long enough
 // that most of its chunks are prefetched (measured on the 50m step: 1, 2, 4 per thread ->
 // 24.7-26.2, 24.6-24.9, 25.6-28.3 ms).
 constexpr int64_t kItemsPerThread = 2;
-// A group's products differ in size, so it is cut finer: about this many items per thread, the
-// largest handed out first (longest-processing-time order keeps the threads' finish times close).
-constexpr int64_t kGroupItemsPerThread = 4;
+
+namespace {
 
 GemmBackend initial_backend() {
   const char* env = std::getenv("TESSERA_GEMM");
@@ -36,12 +33,13 @@ GemmBackend initial_backend() {
 
 std::atomic<GemmBackend> g_backend{initial_backend()};
 
+}  // namespace
+
 bool use_avx512() {
   return g_backend.load(std::memory_order_relaxed) == GemmBackend::kAuto &&
          gemm_nt_avx512_available();
 }
 
-// x rows a multiple of 4 KiB apart, copied together (see linear_avx512); `store` owns the copy.
 void pack_rows(GemmNtArgs& a, std::vector<float>& store) {
   if (a.rows <= 1 || a.ldx == a.in) {
     return;
@@ -54,13 +52,11 @@ void pack_rows(GemmNtArgs& a, std::vector<float>& store) {
   a.ldx = a.in;
 }
 
-// bf16 activations (Bf16ActivationScope) apply to this product: its weight is held in bf16.
 bool takes_bf16_x(const GemmNtArgs& a) {
   return a.w_bf16 != nullptr && a.rows > 0 && a.in > 0 && bf16_activations() &&
          gemm_nt_bf16_available();
 }
 
-// x rounded to bf16 into `store` (dense rows), for a product that takes_bf16_x.
 void round_x_to_bf16(GemmNtArgs& a, std::vector<uint16_t>& store) {
   store.resize(static_cast<size_t>(a.rows * a.in));
   // A batch's x is rounded on all compute threads (one thread left it ~2% of a 64-row step of 50m
@@ -77,7 +73,6 @@ void round_x_to_bf16(GemmNtArgs& a, std::vector<uint16_t>& store) {
   a.ldx = a.in;
 }
 
-// The first product before g that reads the same x and already has it rounded; g if none.
 size_t rounded_twin(std::span<const GemmNtArgs> gemms, std::span<const GemmNtArgs> args, size_t g) {
   for (size_t p = 0; p < g; ++p) {
     const GemmNtArgs& q = gemms[p];
@@ -95,9 +90,13 @@ void zero_output(const GemmNtArgs& a) {
   }
 }
 
-// Items of a product split its columns at multiples of this: the kernel's 4-column blocks, or
-// whole panels of W.
 int64_t item_columns(const GemmNtArgs& a) { return a.in_panels() ? kWeightPanelWidth : 4; }
+
+}  // namespace linear_detail
+
+namespace {
+
+using namespace linear_detail;  // NOLINT(google-build-using-namespace): this file's own helpers
 
 // Called by the thread that computed columns [begin, end) of y, right after: linear_scanned.
 struct AfterRange {
@@ -188,7 +187,7 @@ const char* gemm_backend_name() { return use_avx512() ? "avx512" : "openblas"; }
 
 bool gemm_reads_bf16_weights() { return use_avx512(); }
 
-namespace {
+namespace linear_detail {
 
 void linear_args(const GemmNtArgs& args) {
   if (args.rows == 0 || args.out == 0) {
@@ -205,7 +204,7 @@ void linear_args(const GemmNtArgs& args) {
   linear_blas(args);
 }
 
-}  // namespace
+}  // namespace linear_detail
 
 void linear_strided(const float* x, int64_t rows, int64_t in, int64_t ldx, const float* w,
                     int64_t out, int64_t ldw, float* y, int64_t ldy) {
@@ -312,65 +311,6 @@ void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y) {
   // Checked here too: the arguments below read shape[0] and shape[1].
   TS_CHECK(w.shape.size() == 2, "linear: weight must be 2-D, has {} dims", w.shape.size());
   linear_args(weight_product(x, rows, w.shape[1], w, y, w.shape[0]));
-}
-
-void linear_group(std::span<const GemmNtArgs> gemms) {
-  const int threads = compute_threads();
-  if (gemms.size() <= 1 || threads == 1 || !use_avx512()) {
-    for (const GemmNtArgs& g : gemms) {
-      linear_args(g);
-    }
-    return;
-  }
-  std::vector<GemmNtArgs> args(gemms.begin(), gemms.end());
-  thread_local std::vector<std::vector<float>> packed;
-  thread_local std::vector<std::vector<uint16_t>> rounded;
-  packed.resize(std::max(packed.size(), args.size()));
-  rounded.resize(std::max(rounded.size(), args.size()));
-  int64_t total = 0;
-  for (size_t g = 0; g < args.size(); ++g) {
-    GemmNtArgs& a = args[g];
-    if (a.rows > 0 && a.out > 0 && a.in == 0) {
-      zero_output(a);
-    }
-    total += a.rows * a.out * a.in;
-    if (!takes_bf16_x(a)) {
-      pack_rows(a, packed[g]);
-    } else if (const size_t twin = rounded_twin(gemms, args, g); twin < g) {
-      a.x_bf16 = args[twin].x_bf16;  // the projections of one x share its rounded copy
-      a.ldx = a.in;
-    } else {
-      round_x_to_bf16(a, rounded[g]);
-    }
-  }
-  // Items: column ranges (multiples of 4) of one product, about total / (threads * 4)
-  // multiply-adds each (at least kMinMaddsPerItem).
-  struct Item {
-    int64_t gemm, begin, end, madds;
-  };
-  std::vector<Item> items;
-  const int64_t target = std::max(kMinMaddsPerItem, total / (threads * kGroupItemsPerThread));
-  for (size_t g = 0; g < args.size(); ++g) {
-    const GemmNtArgs& a = args[g];
-    const int64_t madds = a.rows * a.out * a.in;
-    if (madds == 0) {
-      continue;
-    }
-    const int64_t width = item_columns(a);
-    const int64_t blocks = (a.out + width - 1) / width;
-    const int64_t n = std::clamp<int64_t>(madds / target, 1, blocks);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t begin = std::min(a.out, blocks * i / n * width);
-      const int64_t end = std::min(a.out, blocks * (i + 1) / n * width);
-      items.push_back({static_cast<int64_t>(g), begin, end, a.rows * (end - begin) * a.in});
-    }
-  }
-  std::stable_sort(items.begin(), items.end(),
-                   [](const Item& p, const Item& q) { return p.madds > q.madds; });
-  parallel_for(static_cast<int64_t>(items.size()), threads, [&](int64_t i) {
-    const Item& it = items[static_cast<size_t>(i)];
-    gemm_nt_avx512(args[static_cast<size_t>(it.gemm)], it.begin, it.end);
-  });
 }
 
 }  // namespace tessera::ops

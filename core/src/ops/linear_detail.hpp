@@ -1,0 +1,37 @@
+// What linear.cpp and linear_group.cpp share: the backend choice, the preparation of a product's
+// x (rows copied together, or rounded to bf16) and how its columns are cut into work items.
+// Internal to ops.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ops/gemm_nt.hpp"
+
+namespace tessera::ops::linear_detail {
+
+// Work is shared in items of at least this many multiply-adds (a few microseconds: an item costs
+// one atomic increment, a helper's hand-off about a microsecond).
+inline constexpr int64_t kMinMaddsPerItem = int64_t{64} * 1024;
+
+// Our AVX-512 kernel (not OpenBLAS) computes the products.
+bool use_avx512();
+// x rows a multiple of 4 KiB apart, copied together (see linear_avx512); `store` owns the copy.
+void pack_rows(GemmNtArgs& a, std::vector<float>& store);
+// bf16 activations (Bf16ActivationScope) apply to this product: its weight is held in bf16.
+bool takes_bf16_x(const GemmNtArgs& a);
+// x rounded to bf16 into `store` (dense rows), for a product that takes_bf16_x.
+void round_x_to_bf16(GemmNtArgs& a, std::vector<uint16_t>& store);
+// The first product before g that reads the same x and already has it rounded; g if none.
+size_t rounded_twin(std::span<const GemmNtArgs> gemms, std::span<const GemmNtArgs> args, size_t g);
+// y = 0 (a product over no inputs).
+void zero_output(const GemmNtArgs& a);
+// Items of a product split its columns at multiples of this: the kernel's 4-column blocks, or
+// whole panels of W.
+int64_t item_columns(const GemmNtArgs& a);
+// One product, whole, on our kernel over the compute threads or on OpenBLAS.
+void linear_args(const GemmNtArgs& args);
+
+}  // namespace tessera::ops::linear_detail
