@@ -27,9 +27,13 @@ struct Fixture {
   std::vector<int32_t> ids;
   Fixture() {
     x.resize(static_cast<size_t>(tokens * config.hidden_size));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
+    }
     out.resize(x.size());
-    for (int64_t t = 0; t < tokens; ++t) ids.push_back(static_cast<int32_t>(t * 7 % 100));
+    for (int64_t t = 0; t < tokens; ++t) {
+      ids.push_back(static_cast<int32_t>(t * 7 % 100));
+    }
   }
   // The error moe_forward throws on layer 0 (a hash layer), or "" when it returns.
   std::string error_of(const Moe& moe) {

@@ -93,8 +93,11 @@ TEST(SequenceKvPages, SlotListsMatchTheSlotsOneAtATime) {
   Runtime rt(engine_test::runtime_options(0.05));
   const int64_t page = rt.pools().main.entries_per_page();
   int64_t block = page;  // snapshots sit at compressor-window boundaries
-  for (const int64_t m : rt.model_config().compress_ratios)
-    if (m > 0) block = std::lcm(block, m);
+  for (const int64_t m : rt.model_config().compress_ratios) {
+    if (m > 0) {
+      block = std::lcm(block, m);
+    }
+  }
   auto seq = rt.new_sequence();
   seq->request_snapshot(block);
   decode_checking(rt, *seq, block, 21);

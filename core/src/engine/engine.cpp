@@ -394,13 +394,19 @@ void Engine::deliver_tokens(std::span<const SampledToken> tokens, Deliveries& ou
   const auto prefetch_second = [&](size_t j) {
     const Sequence& ahead = *ready_[j];
     prefetch_token_state(ahead, 2);
-    if (ahead.detokenizer) ahead.detokenizer->prefetch(tokens[j].token);
+    if (ahead.detokenizer) {
+      ahead.detokenizer->prefetch(tokens[j].token);
+    }
   };
   for (size_t i = 0; i < std::min(n, kAhead); ++i) prefetch_token_state(*ready_[i], 1);
-  for (size_t i = 0; i < std::min(n, kAhead / 2); ++i) prefetch_second(i);
+  for (size_t i = 0; i < std::min(n, kAhead / 2); ++i) {
+    prefetch_second(i);
+  }
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) prefetch_token_state(*ready_[i + kAhead], 1);
-    if (i + kAhead / 2 < n) prefetch_second(i + kAhead / 2);
+    if (i + kAhead / 2 < n) {
+      prefetch_second(i + kAhead / 2);
+    }
     Sequence& s = *ready_[i];
     if (tokens[i].token < 0) {
       Event ev;

@@ -190,7 +190,9 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
     ops::for_each_row_chunk(T, kMinTokensPerChunk, [&](int64_t first, int64_t last) {
       for (int64_t t = first; t < last; ++t) {
         rope.apply(index_q.data() + t * IH * ID, IH, ID, positions[t]);
-        for (int64_t h = 0; h < weights_per_token; ++h) index_w[t * weights_per_token + h] *= scale;
+        for (int64_t h = 0; h < weights_per_token; ++h) {
+          index_w[t * weights_per_token + h] *= scale;
+        }
       }
     });
   }
@@ -211,7 +213,9 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
     auto& cs = comp_slots.emplace_back();
     auto& is = idx_slots.emplace_back();
     s.n_compressed = m > 0 ? chunk.kv->n_compressed(layer) : 0;
-    if (m > 0) chunk.kv->append_compressed_slots(layer, cs, m == 4 ? &is : nullptr);
+    if (m > 0) {
+      chunk.kv->append_compressed_slots(layer, cs, m == 4 ? &is : nullptr);
+    }
     seqs.push_back(s);
     row += n;
   }

@@ -48,9 +48,11 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   // every other per-token pass: 512 KiB at 64 tokens).
   UninitializedVector<float> streams(static_cast<size_t>(T * n * D));
   ops::for_each_row_chunk(T, kMinTokensPerCopyChunk, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t)
-      for (int64_t k = 0; k < n; ++k)
+    for (int64_t t = first; t < last; ++t) {
+      for (int64_t k = 0; k < n; ++k) {
         std::copy_n(weights_.embed.ptr() + ids[t] * D, D, streams.begin() + (t * n + k) * D);
+      }
+    }
   });
 
   ForwardStats local;
@@ -70,7 +72,9 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
                 block_out.data(), reduction_parts_);
     if (comm_) comm_->all_reduce_sum(block_out.data(), block_out.size());  // sum over expert shards
     hc_post(config_, mix, block_out.data(), streams.data(), T);
-    if (st.capture_streams) st.layer_streams.emplace_back(streams.begin(), streams.end());
+    if (st.capture_streams) {
+      st.layer_streams.emplace_back(streams.begin(), streams.end());
+    }
   }
   for (const SequenceChunk& c : batch.chunks) c.kv->advance(static_cast<int64_t>(c.tokens.size()));
 
@@ -91,8 +95,9 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   const auto R = static_cast<int64_t>(rows.size());
   UninitializedVector<float> picked(static_cast<size_t>(R * n * D)), y(static_cast<size_t>(R * D));
   ops::for_each_row_chunk(R, kMinTokensPerCopyChunk, [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r)
+    for (int64_t r = first; r < last; ++r) {
       std::copy_n(streams.begin() + rows[r] * n * D, n * D, picked.begin() + r * n * D);
+    }
   });
   hc_head(config_, weights_, picked.data(), R, y.data(), weights_.norm.ptr());
   logits.values.resize(static_cast<size_t>(R * V));

@@ -158,7 +158,7 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
   int64_t unit = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
   const int64_t chunks = (a.out + unit - 1) / unit;
   if (chunks < threads * kItemsPerThread && threads > 1 &&
-      a.rows >= threads * kGemmNtRowsPerBlock) {
+      a.rows >= int64_t{threads} * kGemmNtRowsPerBlock) {
     split_rows(a, threads);
     return;
   }
