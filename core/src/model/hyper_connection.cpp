@@ -16,7 +16,8 @@ namespace {
 // Per-token loops below run over compute_threads() in chunks of at least this many tokens
 // (ops::for_each_row_chunk); each token's arithmetic is the same on any thread and in any chunk,
 // so the results are too. The batched Sinkhorn vectorises over a chunk's tokens: a 64-sequence
-// step's 72 tokens in 4 chunks instead of 9 of 8 took hc_pre's per-token part 27 -> 14 us.
+// step's 72 tokens in 4 chunks instead of 9 of 8 took hc_pre's per-token part 27 -> 14 us (one
+// chunk per thread since session 14: each thread keeps its rows of the streams).
 constexpr int64_t kMinTokensPerChunk = 8;
 
 template <typename F>

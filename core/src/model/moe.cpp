@@ -20,7 +20,7 @@ namespace {
 
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch threshold 20
 
-// Routing runs in chunks of at least this many tokens (a 64-token step: 4 chunks on two threads;
+// Routing runs in chunks of at least this many tokens (a 64-token step: one chunk per thread;
 // serial, its softplus and top-k were ~25 us of each layer on the engine loop thread alone).
 constexpr int64_t kMinTokensPerRoutingChunk = 16;
 
