@@ -18,9 +18,6 @@ namespace {
 
 constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
 
-// Per-token loops are shared over the compute threads in chunks of at least this many tokens.
-constexpr int64_t kMinTokensPerChunk = 8;
-
 // Products of one input with several weights, computed together (ops::linear_group):
 // add(w) returns the product's row-major [rows, w.out] output, every value written by run() (not
 // zeroed first: serial memset on the loop thread).

@@ -11,9 +11,6 @@
 #include "util/check.hpp"
 
 namespace tessera::dsv4 {
-namespace {
-constexpr int64_t kMinTokensPerCopyChunk = 8;
-}  // namespace
 
 Model::Model(const ModelConfig& config, const ModelWeights& weights, const KvFormat& kv_format,
              const PluginInstance& attention, KvPools& pools, Communicator* comm)
@@ -47,7 +44,7 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   // Streams X [T, n, D]: the embedding copied into every stream (on the compute threads, like
   // every other per-token pass: 512 KiB at 64 tokens).
   UninitializedVector<float> streams(static_cast<size_t>(T * n * D));
-  ops::for_each_row_chunk(T, kMinTokensPerCopyChunk, [&](int64_t first, int64_t last) {
+  ops::for_each_row_chunk(T, kMinTokensPerChunk, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       for (int64_t k = 0; k < n; ++k) {
         std::copy_n(weights_.embed.ptr() + ids[t] * D, D, streams.begin() + (t * n + k) * D);
@@ -94,7 +91,7 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   }
   const auto R = static_cast<int64_t>(rows.size());
   UninitializedVector<float> picked(static_cast<size_t>(R * n * D)), y(static_cast<size_t>(R * D));
-  ops::for_each_row_chunk(R, kMinTokensPerCopyChunk, [&](int64_t first, int64_t last) {
+  ops::for_each_row_chunk(R, kMinTokensPerChunk, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
       std::copy_n(streams.begin() + rows[r] * n * D, n * D, picked.begin() + r * n * D);
     }

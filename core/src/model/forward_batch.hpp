@@ -10,6 +10,11 @@
 
 namespace tessera::dsv4 {
 
+// A forward's per-token passes (norms, RoPE, mHC, copies) run over the compute threads in chunks
+// of at least this many tokens (ops::for_each_row_chunk); each token alone, so with the same bits
+// on any thread.
+inline constexpr int64_t kMinTokensPerChunk = 8;
+
 struct SequenceChunk {
   SequenceKv* kv = nullptr;         // its length() is the position of tokens[0]
   std::span<const int32_t> tokens;  // new tokens of this step

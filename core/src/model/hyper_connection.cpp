@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/forward_batch.hpp"
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
@@ -13,16 +14,22 @@ namespace tessera::dsv4 {
 
 namespace {
 
-// Per-token loops below run over compute_threads() in chunks of at least this many tokens
-// (ops::for_each_row_chunk); each token's arithmetic is the same on any thread and in any chunk,
-// so the results are too. The batched Sinkhorn vectorises over a chunk's tokens: a 64-sequence
-// step's 72 tokens in 4 chunks instead of 9 of 8 took hc_pre's per-token part 27 -> 14 us (one
-// chunk per thread since session 14: each thread keeps its rows of the streams).
-constexpr int64_t kMinTokensPerChunk = 8;
-
+// Per-token loops below run in kMinTokensPerChunk chunks (forward_batch.hpp). The batched
+// Sinkhorn vectorises over a chunk's tokens: a 64-sequence step's 72 tokens in 4 chunks instead
+// of 9 of 8 took hc_pre's per-token part 27 -> 14 us (one chunk per thread since session 14: each
+// thread keeps its rows of the streams).
 template <typename F>
 void for_each_token_chunk(int64_t tokens, const F& body) {  // body(first, last)
   ops::for_each_row_chunk(tokens, kMinTokensPerChunk, body);
+}
+
+// x[first, last) RMS-normalised by `weight` when given (the norm hc_pre / hc_head fuse).
+void norm_rows(const ModelConfig& config, const float* weight, float* x, int64_t first,
+               int64_t last) {
+  if (weight != nullptr) {
+    const int64_t D = config.hidden_size;
+    ops::rms_norm(x + first * D, last - first, D, weight, static_cast<float>(config.rms_norm_eps));
+  }
 }
 
 // x[D] = sum_k pre[k] * stream_k   (the layer input read from the n streams of one token)
@@ -166,10 +173,7 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
     for (int64_t t = first; t < last; ++t) {
       pre_mix_token(out.pre.data() + t * n, streams + t * n * D, n, D, x_in + t * D);
     }
-    if (norm_weight != nullptr) {
-      ops::rms_norm(x_in + first * D, last - first, D, norm_weight,
-                    static_cast<float>(config.rms_norm_eps));
-    }
+    norm_rows(config, norm_weight, x_in, first, last);
   });
   return out;
 }
@@ -204,10 +208,7 @@ void hc_head(const ModelConfig& config, const ModelWeights& weights, const float
         }
       }
     }
-    if (norm_weight != nullptr) {
-      ops::rms_norm(y + first * D, last - first, D, norm_weight,
-                    static_cast<float>(config.rms_norm_eps));
-    }
+    norm_rows(config, norm_weight, y, first, last);
   });
 }
 

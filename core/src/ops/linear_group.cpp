@@ -41,16 +41,18 @@ void run_in_equal_pieces(std::span<const GemmNtArgs> args, int64_t total, int th
     const int64_t width = item_columns(a);
     for (int64_t col = 0; col < a.out;) {
       const auto piece = static_cast<int64_t>(piece_start.size()) - 1;
+      const bool last_piece = piece + 1 == pieces;
+      const int64_t piece_end = total * (piece + 1) / pieces;  // multiply-adds
       int64_t columns = a.out - col;
-      if (piece + 1 < pieces) {  // up to this piece's end, in whole blocks of columns
-        const int64_t end = total * (piece + 1) / pieces;
-        const int64_t wanted = (std::max<int64_t>(end - done, 1) + per_column - 1) / per_column;
+      if (!last_piece) {  // up to this piece's end, in whole blocks of columns
+        const int64_t wanted =
+            (std::max<int64_t>(piece_end - done, 1) + per_column - 1) / per_column;
         columns = std::min(columns, (wanted + width - 1) / width * width);
       }
       segments.push_back({static_cast<int64_t>(g), col, col + columns});
       col += columns;
       done += columns * per_column;
-      if (piece + 1 < pieces && done >= total * (piece + 1) / pieces) {
+      if (!last_piece && done >= piece_end) {
         piece_start.push_back(segments.size());
       }
     }
