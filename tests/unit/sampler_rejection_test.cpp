@@ -224,7 +224,8 @@ TEST(SamplerRejection, DrawsFitTheSoftmax) {
 }
 
 // sampler_threads 0: on the host's compute threads, which hand 64 rows out 4 at a time (each
-// thread asking for its next row's group maxima while it samples one); 2: the plugin's own pool.
+// thread building its next row's envelope before it draws this row's proposals: greedy, top-p
+// and penalised rows between them are not prepared); 2: the plugin's own pool.
 void expect_group_maxima_give_the_tokens_sample_gives(int sampler_threads) {
   SCOPED_TRACE(sampler_threads);
   const PluginInstance sampler = make_sampler(sampler_threads);
@@ -233,6 +234,7 @@ void expect_group_maxima_give_the_tokens_sample_gives(int sampler_threads) {
   ASSERT_NE(table.sample_grouped, nullptr);
   std::mt19937_64 rng(12);
   const int32_t vocab = 4000;
+  const std::vector<int32_t> context = {5, 17, 17, 3999};
   std::vector<std::vector<float>> logits, groups, wrong;
   std::vector<ts_sampler_row> rows;
   for (int i = 0; i < 64; ++i) {
@@ -244,7 +246,10 @@ void expect_group_maxima_give_the_tokens_sample_gives(int sampler_threads) {
     if (i % 5 == 1) {
       p.top_p = 0.9f;
     }
-    rows.push_back(make_row(logits[i], p, i));
+    if (i % 7 == 2) {
+      p.repetition_penalty = 1.3f;
+    }
+    rows.push_back(make_row(logits[i], p, i, &context, &context));
     groups.push_back(group_maxima(logits[i]));
     // Maxima that contradict the row at its argmax's group (and would move every proposal).
     wrong.push_back(std::vector<float>(groups.back().size(), 100.0f));

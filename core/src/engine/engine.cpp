@@ -319,7 +319,8 @@ void Engine::finish(Sequence& s, FinishReason reason, Event event, Deliveries& o
 
 void Engine::run_step(Deliveries& out) {
   const auto t0 = Clock::now();
-  ScheduledStep step = scheduler_->schedule();
+  ScheduledStep& step = step_;
+  scheduler_->schedule(step);
   for (Sequence* s : step.failed) {
     Event ev;
     ev.request_id = s->id;

@@ -110,6 +110,7 @@ class Engine {
   // Engine loop thread only.
   std::unordered_map<uint64_t, std::unique_ptr<Sequence>> sequences_;
   std::vector<uint64_t> finished_;   // erased after each step
+  ScheduledStep step_;               // run_step scratch: the step (buffers kept across steps)
   std::vector<Sequence*> ready_;     // run_step scratch: sequences sampled this step
   std::vector<int64_t> ready_rows_;  // [ready_] their logits rows
   EngineStats loop_stats_;

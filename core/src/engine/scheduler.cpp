@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kv/sequence_kv.hpp"
 #include "util/check.hpp"
 
 namespace tessera::engine {
@@ -56,6 +57,30 @@ Sequence* Scheduler::preemption_victim() const {
   }
   return victim;
 }
+
+namespace {
+
+// What a decode pass of schedule() reads of a sequence, asked for ahead of its turn (hints only).
+// After a step's forward every line is a memory miss, and each sequence's are a chain (the
+// sequence, then its cache object and token list): ~8 sequences ahead they overlap. Level 1:
+// the sequence's own lines; level 2, once those arrived: its cache object and last tokens.
+void prefetch_schedule_state(const Sequence& s, int level) {
+  if (level == 1) {
+    __builtin_prefetch(&s.tokens);
+    __builtin_prefetch(&s.kv_length);
+    __builtin_prefetch(&s.cursor_valid);
+    __builtin_prefetch(&s.first_scheduled);
+    return;
+  }
+  if (s.kv != nullptr) {
+    s.kv->prefetch_decode_demand();
+  }
+  if (s.kv_length < static_cast<int64_t>(s.tokens.size())) {
+    __builtin_prefetch(s.tokens.data() + s.kv_length);
+  }
+}
+
+}  // namespace
 
 void Scheduler::Plan::add(const Candidate& c) {
   items.push_back(c);
@@ -116,9 +141,9 @@ void Scheduler::admit(Sequence* seq) {
   seq->cursor_valid = true;
 }
 
-std::vector<SnapshotPoint> Scheduler::snapshot_points(Sequence* seq, int64_t n) {
-  std::vector<SnapshotPoint> points;
-  if (prefix_ == nullptr || !seq->cursor_valid) return points;
+void Scheduler::snapshot_points(Sequence* seq, int64_t n, std::vector<SnapshotPoint>& points) {
+  points.clear();
+  if (prefix_ == nullptr || !seq->cursor_valid) return;
   const int64_t B = prefix_->block_tokens();
   const std::span<const int32_t> tokens(seq->tokens);
   for (int64_t L = (seq->kv_length / B + 1) * B; L <= seq->kv_length + n; L += B) {
@@ -143,13 +168,15 @@ std::vector<SnapshotPoint> Scheduler::snapshot_points(Sequence* seq, int64_t n) 
     seq->cursor_node = node;
     seq->cursor_length = L;
   }
-  return points;
 }
 
-ScheduledStep Scheduler::schedule() {
-  ScheduledStep out;
-  Plan planned;
-  planned.items.reserve(running_.size() + 1);
+void Scheduler::schedule(ScheduledStep& out) {
+  out.sequences.clear();
+  out.failed.clear();
+  Plan& planned = plan_;
+  planned.items.clear();
+  planned.tokens = 0;
+  planned.pages = {};
   const int64_t chunk_cap =
       options_.chunked_prefill_size > 0
           ? std::min(options_.chunked_prefill_size, options_.max_batched_tokens)
@@ -158,7 +185,22 @@ ScheduledStep Scheduler::schedule() {
   // 1. decodes, 2. prefills in progress (admission order within each).
   for (int pass = 0; pass < 2; ++pass) {
     pass_.assign(running_.begin(), running_.end());  // fit() may preempt out of running_
-    for (Sequence* seq : pass_) {
+    constexpr size_t kAhead = 8;
+    const size_t n = pass_.size();
+    for (size_t i = 0; pass == 0 && i < std::min(n, kAhead); ++i) {
+      prefetch_schedule_state(*pass_[i], 1);
+    }
+    for (size_t i = 0; pass == 0 && i < std::min(n, kAhead / 2); ++i) {
+      prefetch_schedule_state(*pass_[i], 2);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (pass == 0 && i + kAhead < n) {
+        prefetch_schedule_state(*pass_[i + kAhead], 1);
+      }
+      if (pass == 0 && i + kAhead / 2 < n) {
+        prefetch_schedule_state(*pass_[i + kAhead / 2], 2);
+      }
+      Sequence* seq = pass_[i];
       if (seq->state != SequenceState::kRunning) continue;  // preempted in this step
       const bool decode = seq->pending_tokens() == 1;
       if ((pass == 0) != decode) continue;
@@ -191,24 +233,22 @@ ScheduledStep Scheduler::schedule() {
     seq->admitted_once = true;
   }
 
-  out.chunks.reserve(planned.items.size());
-  out.sequences.reserve(planned.items.size());
-  for (const Candidate& c : planned.items) {
+  out.chunks.resize(planned.items.size());  // the chunks kept keep their buffers
+  for (size_t i = 0; i < planned.items.size(); ++i) {
+    const Candidate& c = planned.items[i];
     Sequence* seq = c.seq;
-    PlannedChunk chunk;
+    PlannedChunk& chunk = out.chunks[i];
     chunk.sequence = seq->id;
     chunk.tokens.assign(seq->tokens.begin() + seq->kv_length,
                         seq->tokens.begin() + seq->kv_length + c.tokens);
-    chunk.snapshots = snapshot_points(seq, c.tokens);
+    snapshot_points(seq, c.tokens, chunk.snapshots);
     // Every token but a freshly sampled last one is prefill (prompt, or recomputation).
     const bool ends_with_sampled =
         seq->kv_length + c.tokens == static_cast<int64_t>(seq->tokens.size()) &&
         seq->n_output() > 0;
     counters_.prefill_tokens += c.tokens - (ends_with_sampled ? 1 : 0);
-    out.chunks.push_back(std::move(chunk));
     out.sequences.push_back(seq);
   }
-  return out;
 }
 
 void Scheduler::complete(const ScheduledStep& step) {

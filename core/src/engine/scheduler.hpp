@@ -43,7 +43,9 @@ class Scheduler {
 
   void add(Sequence* seq);     // a new request: to the waiting queue
   void remove(Sequence* seq);  // finished or aborted: out of every queue, cache freed
-  ScheduledStep schedule();
+  // The next step into `out`, cleared first; its chunks' buffers are kept from step to step (a
+  // decode step would otherwise allocate and free a token list per sequence).
+  void schedule(ScheduledStep& out);
   // After the step's forward: cached lengths advance, snapshots become ready.
   void complete(const ScheduledStep& step);
   // The step's forward failed: pending snapshots are dropped (the sequences are removed after).
@@ -82,13 +84,15 @@ class Scheduler {
   bool evict_prefix();
   Sequence* preemption_victim() const;
   void admit(Sequence* seq);  // creates its cache (prefix hit or empty)
-  std::vector<SnapshotPoint> snapshot_points(Sequence* seq, int64_t n);
+  // The snapshots a chunk of n tokens passes, into points (cleared first).
+  void snapshot_points(Sequence* seq, int64_t n, std::vector<SnapshotPoint>& points);
 
   const EngineOptions& options_;
   Executor& executor_;
   PrefixCache* prefix_;             // null: prefix caching off
   std::vector<Sequence*> running_;  // admission order
   std::vector<Sequence*> pass_;     // schedule() scratch: running_ as a pass started
+  Plan plan_;                       // schedule() scratch: the step being planned
   std::set<Sequence*, WaitingOrder> waiting_;
   SchedulerCounters counters_;
 };

@@ -70,7 +70,7 @@ TS_SAMPLER_CLONES void full_block_bounds(const float* e, int64_t blocks, double 
 
 // Fills the bounds and the block prefix sums; returns sum U.
 double envelope(std::span<const float> logits, std::span<const float> group_max, float l_max,
-                float temperature, RejectionScratch& s) {
+                float temperature, RejectionEnvelope& s) {
   const auto vocab = static_cast<int64_t>(logits.size());
   const int64_t groups = logit_group_count(vocab);
   const int64_t blocks = groups / kLanes;
@@ -117,6 +117,12 @@ double envelope(std::span<const float> logits, std::span<const float> group_max,
   return total;
 }
 
+// The block whose segment holds t (-1 when t rounded up to the total: no segment holds it).
+int64_t block_of(const std::vector<double>& prefix, double t) {
+  const auto it = std::upper_bound(prefix.begin(), prefix.end(), t);
+  return it == prefix.end() ? -1 : it - prefix.begin();
+}
+
 }  // namespace
 
 double proposal_uniform(uint64_t seed, uint64_t rng_counter, int proposal) {
@@ -128,20 +134,35 @@ double proposal_uniform(uint64_t seed, uint64_t rng_counter, int proposal) {
   return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
 
-int32_t rejection_draw(std::span<const float> logits, std::span<const float> group_max, float l_max,
-                       float temperature, uint64_t seed, uint64_t rng_counter,
-                       RejectionScratch& scratch, int max_proposals) {
-  const double total = envelope(logits, group_max, l_max, temperature, scratch);
-  const std::vector<double>& prefix = scratch.block_prefix;
-  for (int proposal = 0; proposal < max_proposals; ++proposal) {
-    const double t = proposal_uniform(seed, rng_counter, proposal) * total;
-    const auto block_it = std::upper_bound(prefix.begin(), prefix.end(), t);
-    if (block_it == prefix.end()) {
-      continue;  // t rounded up to the total: no segment holds it
+void build_envelope(std::span<const float> logits, std::span<const float> group_max, float l_max,
+                    float temperature, uint64_t seed, uint64_t rng_counter,
+                    RejectionEnvelope& env) {
+  env.total = envelope(logits, group_max, l_max, temperature, env);
+  for (int proposal = 0; proposal < kProposalsAhead; ++proposal) {
+    const double t = proposal_uniform(seed, rng_counter, proposal) * env.total;
+    const int64_t b = block_of(env.block_prefix, t);
+    env.ahead_t[proposal] = t;
+    env.ahead_block[proposal] = b;
+    if (b >= 0) {
+      prefetch_logit_block(logits, b);
     }
-    const int64_t b = block_it - prefix.begin();
+  }
+}
+
+int32_t draw_proposals(std::span<const float> logits, float l_max, float temperature,
+                       uint64_t seed, uint64_t rng_counter, const RejectionEnvelope& env,
+                       int max_proposals) {
+  const std::vector<double>& prefix = env.block_prefix;
+  for (int proposal = 0; proposal < max_proposals; ++proposal) {
+    const bool ahead = proposal < kProposalsAhead;
+    const double t =
+        ahead ? env.ahead_t[proposal] : proposal_uniform(seed, rng_counter, proposal) * env.total;
+    const int64_t b = ahead ? env.ahead_block[proposal] : block_of(prefix, t);
+    if (b < 0) {
+      continue;
+    }
     double r = b == 0 ? t : t - prefix[static_cast<size_t>(b - 1)];
-    const double* u = scratch.bound.data() + b * kLanes;
+    const double* u = env.bound.data() + b * kLanes;
     int64_t lane = 0;
     for (; lane < kLanes && r >= u[lane]; ++lane) {
       r -= u[lane];
@@ -162,6 +183,13 @@ int32_t rejection_draw(std::span<const float> logits, std::span<const float> gro
     }
   }
   return -1;
+}
+
+int32_t rejection_draw(std::span<const float> logits, std::span<const float> group_max, float l_max,
+                       float temperature, uint64_t seed, uint64_t rng_counter,
+                       RejectionEnvelope& env, int max_proposals) {
+  build_envelope(logits, group_max, l_max, temperature, seed, rng_counter, env);
+  return draw_proposals(logits, l_max, temperature, seed, rng_counter, env, max_proposals);
 }
 
 }  // namespace tessera::sampler

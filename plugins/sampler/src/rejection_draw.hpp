@@ -30,10 +30,19 @@ namespace tessera::sampler {
 
 inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probability < (15/16)^1024
 
-struct RejectionScratch {
+// Proposals whose place in the envelope build_envelope finds, and whose logit blocks it asks
+// for: a row's first proposal is accepted with probability sum S / sum U (~0.4 on the 50m
+// model's rows, 2.4 proposals per row), so asking for two overlaps most rows' misses.
+inline constexpr int kProposalsAhead = 2;
+
+// A row's envelope: what its proposals draw from.
+struct RejectionEnvelope {
   std::vector<float> group_weight;   // [groups] e(m_g)
   std::vector<double> bound;         // [groups] U_g
   std::vector<double> block_prefix;  // [blocks] sum of U over blocks 0..b
+  double total = 0.0;                // sum U
+  double ahead_t[kProposalsAhead];   // proposal i's t = uniform i * total
+  int64_t ahead_block[kProposalsAhead];  // the block holding it (-1: none, rounding)
 };
 
 // Proposal i's uniform in [0, 1): draw rng_counter of the request's stream for i = 0, then a
@@ -41,12 +50,25 @@ struct RejectionScratch {
 [[nodiscard]] double proposal_uniform(uint64_t seed, uint64_t rng_counter, int proposal);
 
 // logits: [vocab] finite (penalised when penalties apply); group_max: their group maxima
-// (group_scan.hpp); l_max = max of logits; temperature > 0. The token, or -1 when max_proposals
-// proposals were all rejected (the caller then draws another way).
+// (group_scan.hpp); l_max = max of logits; temperature > 0. Fills env and asks for the logit
+// blocks of its first kProposalsAhead proposals (hints: a caller with other work to do before
+// draw_proposals overlaps their misses with it; StandardSampler builds the next row's envelope).
+void build_envelope(std::span<const float> logits, std::span<const float> group_max, float l_max,
+                    float temperature, uint64_t seed, uint64_t rng_counter,
+                    RejectionEnvelope& env);
+
+// The proposals on env, built by build_envelope from the same arguments: the token, or -1 when
+// max_proposals proposals were all rejected (the caller then draws another way).
+[[nodiscard]] int32_t draw_proposals(std::span<const float> logits, float l_max,
+                                     float temperature, uint64_t seed, uint64_t rng_counter,
+                                     const RejectionEnvelope& env,
+                                     int max_proposals = kMaxRejectionProposals);
+
+// build_envelope, then draw_proposals.
 [[nodiscard]] int32_t rejection_draw(std::span<const float> logits,
                                      std::span<const float> group_max, float l_max,
                                      float temperature, uint64_t seed, uint64_t rng_counter,
-                                     RejectionScratch& scratch,
+                                     RejectionEnvelope& env,
                                      int max_proposals = kMaxRejectionProposals);
 
 }  // namespace tessera::sampler

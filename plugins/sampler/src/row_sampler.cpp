@@ -55,9 +55,32 @@ bool rejection_row(const ts_sampling_params& params, int32_t vocab, DrawMethod d
          params.min_p <= 0.0f;
 }
 
+// The host's scan when consistent with the row (one load checks it), else null.
+const ts_row_scan* consistent_scan(std::span<const float> raw, const RowHints& hints) {
+  const ts_row_scan* scan = hints.scan;
+  const auto vocab = static_cast<int64_t>(raw.size());
+  return scan != nullptr && scan->argmax >= 0 && scan->argmax < vocab &&
+                 raw[static_cast<size_t>(scan->argmax)] == scan->max
+             ? scan
+             : nullptr;
+}
+
+// The host's group maxima when consistent with its consistent scan (the argmax's group max is
+// the max), else empty.
+std::span<const float> consistent_groups(const ts_row_scan* scan, const RowHints& hints,
+                                         int32_t vocab) {
+  if (scan == nullptr || hints.group_max == nullptr ||
+      hints.group_max[logit_group_of(scan->argmax)] != scan->max) {
+    return {};
+  }
+  return {hints.group_max, static_cast<size_t>(logit_group_count(vocab))};
+}
+
 // raw_groups: the raw row's group maxima (empty when not found: the row's own pass finds them).
+// prepared: the row's envelope when prepare_row built it (from raw, raw_groups and raw_max).
 int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
-                         std::span<const float> raw_groups, DrawMethod draw, RowWorkspace& ws) {
+                         std::span<const float> raw_groups, DrawMethod draw, RowWorkspace& ws,
+                         const PreparedRow* prepared) {
   const ts_sampling_params& params = row.params;
   const double u = counter_uniform(params.seed, row.rng_counter);
   const int32_t vocab = static_cast<int32_t>(raw.size());
@@ -79,8 +102,12 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
       l_max = scan_row_groups(logits, ws.group_max).max;
       groups = ws.group_max;
     }
-    const int32_t token = rejection_draw(logits, groups, l_max, params.temperature, params.seed,
-                                         row.rng_counter, ws.rejection);
+    const bool ready = prepared != nullptr && prepared->row == &row;
+    const int32_t token =
+        ready ? draw_proposals(raw, raw_max, params.temperature, params.seed, row.rng_counter,
+                               prepared->envelope)
+              : rejection_draw(logits, groups, l_max, params.temperature, params.seed,
+                               row.rng_counter, ws.rejection);
     if (token >= 0) {
       return token;
     }
@@ -114,23 +141,41 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
 
 }  // namespace
 
+void prepare_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
+                 DrawMethod draw, PreparedRow& prepared) noexcept {
+  prepared.row = nullptr;
+  if (row.logits == nullptr || vocab <= 0 || !rejection_row(row.params, vocab, draw) ||
+      penalties_active(row.params)) {
+    return;
+  }
+  const std::span<const float> raw(row.logits, static_cast<size_t>(vocab));
+  const ts_row_scan* scan = consistent_scan(raw, hints);
+  const std::span<const float> groups = consistent_groups(scan, hints, vocab);
+  if (groups.empty()) {
+    return;
+  }
+  try {
+    build_envelope(raw, groups, scan->max, row.params.temperature, row.params.seed,
+                   row.rng_counter, prepared.envelope);
+    prepared.row = &row;
+  } catch (...) {  // bad_alloc growing the envelope: sample_row builds it (and says why)
+  }
+}
+
 RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
-                    DrawMethod draw, ts_sampler_result& result, RowWorkspace& workspace) {
+                    DrawMethod draw, ts_sampler_result& result, RowWorkspace& workspace,
+                    const PreparedRow* prepared) {
   result.token = -1;
   result.n_top = 0;
   if (RowError e = validate_row_arguments(row, vocab, result); e.failed()) {
     return e;
   }
   const std::span<const float> raw(row.logits, static_cast<size_t>(vocab));
-  const ts_row_scan* host_scan = hints.scan;
   // The host's scan (ABI 1.1) saves this pass over the row; one load checks it is consistent.
-  const bool scanned = host_scan != nullptr && host_scan->argmax >= 0 &&
-                       host_scan->argmax < vocab && raw[host_scan->argmax] == host_scan->max;
-  std::span<const float> groups;  // the raw row's group maxima, when known
-  if (scanned && hints.group_max != nullptr &&
-      hints.group_max[logit_group_of(host_scan->argmax)] == host_scan->max) {
-    groups = {hints.group_max, static_cast<size_t>(logit_group_count(vocab))};
-  }
+  const ts_row_scan* host_scan = consistent_scan(raw, hints);
+  const bool scanned = host_scan != nullptr;
+  // The raw row's group maxima, when known.
+  std::span<const float> groups = consistent_groups(host_scan, hints, vocab);
   RowScan scan;
   if (scanned) {
     scan = RowScan{host_scan->max, true};
@@ -157,7 +202,7 @@ RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vo
       token = scanned ? host_scan->argmax : argmax_lowest_id(raw, scan.max);
     }
   } else {
-    token = temperature_draw(row, raw, scan.max, groups, draw, workspace);
+    token = temperature_draw(row, raw, scan.max, groups, draw, workspace, prepared);
   }
 
   if (params.logprobs > 0 || params.top_logprobs > 0) {

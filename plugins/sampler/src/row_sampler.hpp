@@ -28,7 +28,7 @@ struct RowWorkspace {
   std::vector<float> values;     // [vocab] penalised / top-k'd logits, then scalar-path weights
   std::vector<float> weights;    // [vocab] fast weights
   std::vector<float> group_max;  // [logit_group_count(vocab)] when the row finds its own
-  RejectionScratch rejection;
+  RejectionEnvelope rejection;
   BlockWeights sums;
   TopPScratch top_p;
   PenaltyScratch penalties;
@@ -44,15 +44,30 @@ struct RowHints {
   const float* group_max = nullptr;
 };
 
+// A row's rejection envelope built before its turn (prepare_row).
+struct PreparedRow {
+  const ts_sampler_row* row = nullptr;  // the row it was built for (null: none)
+  RejectionEnvelope envelope;
+};
+
+// Builds the envelope sample_row would build for a row drawn by rejection from the host's group
+// maxima without penalties, and asks for its first proposals' logit blocks, so that they arrive
+// while the thread does other work before sample_row(row, ..., &prepared). Sets prepared.row to
+// &row, or to null for any other row (or when the scratch cannot grow: sample_row then builds the
+// envelope itself). Reads only what sample_row would; never throws.
+void prepare_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
+                 DrawMethod draw, PreparedRow& prepared) noexcept;
+
 // Fills result (token, logprob, n_top and the top arrays). On failure result.token = -1,
-// result.n_top = 0 and the error says why (without the row index).
+// result.n_top = 0 and the error says why (without the row index). prepared: used only when
+// prepare_row built it for this row (prepared->row == &row) since the row was last changed.
 [[nodiscard]] RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
                                   DrawMethod draw, ts_sampler_result& result,
-                                  RowWorkspace& workspace);
+                                  RowWorkspace& workspace, const PreparedRow* prepared = nullptr);
 
 // Asks for the cache lines sample_row reads first in a row drawn by rejection from the host's
 // group maxima (its maxima and the 1 KiB block holding its max): the vocabulary head wrote them,
-// often on the other core, so a thread that knows its next row asks while it samples this one.
+// often on the other core, so a thread that knows a later row asks while it samples this one.
 // Does nothing for other rows; reads nothing, so a bad row is left to sample_row.
 void prefetch_row_start(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
                         DrawMethod draw);

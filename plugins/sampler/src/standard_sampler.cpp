@@ -59,27 +59,40 @@ void StandardSampler::sample_on_own_pool(const ts_sampler_row* rows, const Hints
 void StandardSampler::sample_on_host_threads(const ts_sampler_row* rows, const Hints& hints,
                                              int32_t n_rows, int32_t vocab,
                                              ts_sampler_result* results) {
-  // Many rows go out a few at a time, so a thread knows its next row and asks for its first lines
-  // while it samples this one (prefetch_row_start); 64 rows in 16 items still balance two threads.
+  // Many rows go out a few at a time, so a thread knows its next rows: it asks for the first
+  // lines of the row after next (prefetch_row_start) and builds the next row's envelope
+  // (prepare_row) before it draws this row's proposals, whose logit blocks were asked for when
+  // this row's envelope was built. 64 rows in 16 items still balance two threads.
   const int64_t per_item = n_rows >= kMinRowsForItems ? kRowsPerItem : 1;
   sdk::parallel_for(host_, (n_rows + per_item - 1) / per_item, [&](int64_t item) {
-    const int64_t end = std::min<int64_t>(n_rows, (item + 1) * per_item);
-    for (int64_t row = item * per_item; row < end; ++row) {
-      if (row + 1 < end) {
-        prefetch_row_start(rows[row + 1], hints.of(row + 1), vocab, draw_);
+    thread_local PreparedRow prepared[2];  // rows of even and odd index
+    const int64_t begin = item * per_item;
+    const int64_t end = std::min<int64_t>(n_rows, begin + per_item);
+    if (begin + 1 < end) {
+      prefetch_row_start(rows[begin + 1], hints.of(begin + 1), vocab, draw_);
+    }
+    prepare_row(rows[begin], hints.of(begin), vocab, draw_, prepared[begin % 2]);
+    for (int64_t row = begin; row < end; ++row) {
+      if (row + 2 < end) {
+        prefetch_row_start(rows[row + 2], hints.of(row + 2), vocab, draw_);
       }
-      sample_one_on_host_thread(rows[row], hints.of(row), row, vocab, results[row]);
+      if (row + 1 < end) {
+        prepare_row(rows[row + 1], hints.of(row + 1), vocab, draw_, prepared[(row + 1) % 2]);
+      }
+      sample_one_on_host_thread(rows[row], hints.of(row), row, vocab, results[row],
+                                prepared[row % 2]);
     }
   });
 }
 
 void StandardSampler::sample_one_on_host_thread(const ts_sampler_row& r, const RowHints& hints,
                                                 int64_t row, int32_t vocab,
-                                                ts_sampler_result& result) {
+                                                ts_sampler_result& result,
+                                                const PreparedRow& prepared) {
   thread_local RowWorkspace workspace;  // each host thread keeps its own scratch
   RowError error;
   try {
-    error = sample_row(r, hints, vocab, draw_, result, workspace);
+    error = sample_row(r, hints, vocab, draw_, result, workspace, &prepared);
   } catch (const std::exception& e) {  // bad_alloc growing the scratch: this row fails
     result.token = -1;
     error = RowError{TS_ERR_INTERNAL, std::string("sampling failed: ") + e.what()};

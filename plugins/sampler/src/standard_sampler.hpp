@@ -50,7 +50,8 @@ class StandardSampler {
                               int32_t vocab, ts_sampler_result* results);
   // One row on a host thread: sample_row, its exceptions turned into the row's failure.
   void sample_one_on_host_thread(const ts_sampler_row& r, const RowHints& hints, int64_t row,
-                                 int32_t vocab, ts_sampler_result& result);
+                                 int32_t vocab, ts_sampler_result& result,
+                                 const PreparedRow& prepared);
   void sample_on_own_pool(const ts_sampler_row* rows, const Hints& hints, int32_t n_rows,
                           int32_t vocab, ts_sampler_result* results);
 
