@@ -56,19 +56,44 @@ double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, 
          (((v[8] + v[9]) + (v[10] + v[11])) + ((v[12] + v[13]) + (v[14] + v[15])));
 }
 
-// u[g] = e[g] * factor for the groups of full blocks (16 e (1 + 2^-20), exactly as n_g e slack:
-// scaling by 16 is exact), and each block's sum as a fixed tree of its 16 bounds.
-TS_SAMPLER_CLONES void full_block_bounds(const float* e, int64_t blocks, double factor, double* u,
-                                         double* block_sum) {
-  for (int64_t g = 0; g < blocks * kLanes; ++g) {
-    u[g] = static_cast<double>(e[g]) * factor;
-  }
+// The bound of a group of a full block: 16 e (1 + 2^-20), exactly n_g e slack (scaling by 16 is
+// exact).
+constexpr double kFullFactor = static_cast<double>(kFullGroup) * kSlack;
+
+// Each full block's sum as a fixed tree of its 16 bounds, the bounds kept in registers (writing
+// them out, 8 bytes a group, cost more than computing them again for a proposal's block).
+TS_SAMPLER_CLONES void full_block_sums(const float* e, int64_t blocks, double* block_sum) {
   for (int64_t b = 0; b < blocks; ++b) {
-    block_sum[b] = tree_sum(u + b * kLanes);
+    double u[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) {
+      u[l] = static_cast<double>(e[b * kLanes + l]) * kFullFactor;
+    }
+    block_sum[b] = tree_sum(u);
   }
 }
 
-// Fills the bounds and the block prefix sums; returns sum U.
+// The 16 bounds U_g of block b into u: n_g e(m_g) (1 + 2^-20), or the exact sum of a group
+// holding the row's max.
+void block_bounds(const RejectionEnvelope& env, int64_t vocab, int64_t b, double* u) {
+  const float* e = env.group_weight.data() + b * kLanes;
+  const int64_t columns = std::min(kBlock, vocab - b * kBlock);
+  if (columns == kBlock) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      u[l] = static_cast<double>(e[l]) * kFullFactor;
+    }
+  } else {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      u[l] = static_cast<double>(group_size(l, columns)) * static_cast<double>(e[l]) * kSlack;
+    }
+  }
+  for (const auto& [group, sum] : env.exact) {
+    if (group / kLanes == b) {
+      u[group % kLanes] = sum;
+    }
+  }
+}
+
+// Fills the group weights, the exact groups and the block prefix sums; returns sum U.
 double envelope(std::span<const float> logits, std::span<const float> group_max, float l_max,
                 float temperature, RejectionEnvelope& s) {
   const auto vocab = static_cast<int64_t>(logits.size());
@@ -76,8 +101,8 @@ double envelope(std::span<const float> logits, std::span<const float> group_max,
   const int64_t blocks = groups / kLanes;
   const int64_t full_blocks = vocab / kBlock;
   s.group_weight.resize(static_cast<size_t>(groups));
-  s.bound.resize(static_cast<size_t>(groups));
   s.block_prefix.resize(static_cast<size_t>(blocks));
+  s.exact.clear();
   // The first group holding the row's max has its weights summed below. Its 16 columns are one
   // per cache line of a 1 KiB block, which the host's head wrote a while ago (often on the other
   // core): asking for the block now overlaps those misses with the pass over the group maxima.
@@ -86,28 +111,28 @@ double envelope(std::span<const float> logits, std::span<const float> group_max,
     prefetch_logit_block(logits, first_max / kLanes);
   }
   fma_exp_weights(group_max.data(), groups, l_max, temperature, s.group_weight.data());
-  double* u = s.bound.data();
   double* sums = s.block_prefix.data();  // block sums first, prefix sums below
-  full_block_bounds(s.group_weight.data(), full_blocks, static_cast<double>(kFullGroup) * kSlack, u,
-                    sums);
-  if (full_blocks < blocks) {  // the partial last block
-    const int64_t columns = vocab - full_blocks * kBlock;
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const int64_t g = full_blocks * kLanes + l;
-      u[g] = static_cast<double>(group_size(l, columns)) * static_cast<double>(s.group_weight[g]) *
-             kSlack;
-    }
-    sums[full_blocks] = tree_sum(u + full_blocks * kLanes);
-  }
+  full_block_sums(s.group_weight.data(), full_blocks, sums);
   // A group holding the row's max gets its exact weight instead of its bound, so a peaked row
   // (most of the mass in one token) accepts its proposals instead of rejecting ~15 in 16.
   for (int64_t g = first_max; g >= 0;) {
-    const int64_t b = g / kLanes;
-    u[g] = group_weight_sum(logits, b, g % kLanes, l_max, temperature);
-    sums[b] = tree_sum(u + b * kLanes);
+    s.exact.emplace_back(g, group_weight_sum(logits, g / kLanes, g % kLanes, l_max, temperature));
     const int32_t next =
         g + 1 < groups ? first_index_of(group_max.subspan(static_cast<size_t>(g + 1)), l_max) : -1;
     g = next < 0 ? -1 : g + 1 + next;
+  }
+  // The partial last block, and the blocks holding exact groups, summed from their bounds.
+  double u[kLanes];
+  for (int64_t b = full_blocks; b < blocks; ++b) {
+    block_bounds(s, vocab, b, u);
+    sums[b] = tree_sum(u);
+  }
+  for (const auto& [group, sum] : s.exact) {
+    const int64_t b = group / kLanes;
+    if (b < full_blocks) {
+      block_bounds(s, vocab, b, u);
+      sums[b] = tree_sum(u);
+    }
   }
   double total = 0.0;
   for (int64_t b = 0; b < blocks; ++b) {
@@ -162,7 +187,8 @@ int32_t draw_proposals(std::span<const float> logits, float l_max, float tempera
       continue;
     }
     double r = b == 0 ? t : t - prefix[static_cast<size_t>(b - 1)];
-    const double* u = env.bound.data() + b * kLanes;
+    double u[kLanes];
+    block_bounds(env, static_cast<int64_t>(logits.size()), b, u);
     int64_t lane = 0;
     for (; lane < kLanes && r >= u[lane]; ++lane) {
       r -= u[lane];

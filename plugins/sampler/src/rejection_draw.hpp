@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace tessera::sampler {
@@ -37,8 +38,8 @@ inline constexpr int kProposalsAhead = 2;
 
 // A row's envelope: what its proposals draw from.
 struct RejectionEnvelope {
-  std::vector<float> group_weight;   // [groups] e(m_g)
-  std::vector<double> bound;         // [groups] U_g
+  std::vector<float> group_weight;   // [groups] e(m_g): U_g follows from it (rejection_draw.cpp)
+  std::vector<std::pair<int64_t, double>> exact;  // groups holding the max: (g, U_g = S_g)
   std::vector<double> block_prefix;  // [blocks] sum of U over blocks 0..b
   double total = 0.0;                // sum U
   double ahead_t[kProposalsAhead];   // proposal i's t = uniform i * total
