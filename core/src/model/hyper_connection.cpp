@@ -72,8 +72,12 @@ UninitializedVector<float> mix_logits(const ModelConfig& config, const Tensor& f
   const int64_t width = config.hc_mult * config.hidden_size;
   const int64_t rows = fn.shape[0];
   UninitializedVector<float> mix(static_cast<size_t>(tokens * rows));
-  ops::linear(streams, tokens, fn, mix.data());
+  // Each thread's tokens through the product and the scale: the streams it reads are the ones it
+  // wrote (hc_post splits the tokens the same way), and the product's few columns (24 at n = 4),
+  // split by column, left one thread idle a third of the time. Each output is one chain over k
+  // whatever the rows beside it, so the bits are the same.
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
+    ops::linear(streams + first * width, last - first, fn, mix.data() + first * rows);
     for (int64_t t = first; t < last; ++t) {
       const float r =
           ops::rms_scale(streams + t * width, width, static_cast<float>(config.rms_norm_eps));
