@@ -66,27 +66,24 @@ TS_SIMD_CLONES void post_mix_token(const float* post, const float* comb, const f
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-// mix[T, rows] = (X_t flattened . fn^T) * rsqrt(mean(X_t^2) + eps)   (the unweighted-RMS input)
-UninitializedVector<float> mix_logits(const ModelConfig& config, const Tensor& fn,
-                                      const float* streams, int64_t tokens) {
+// mix[t, rows] = (X_t flattened . fn^T) * rsqrt(mean(X_t^2) + eps) (the unweighted-RMS input)
+// for the tokens [first, last), into mix (rows of `rows`, from token `first`). Called in the
+// token chunk of the pass that uses it: each thread's tokens through the product, the streams it
+// reads being the ones it wrote (hc_post splits the tokens the same way), and no hand-off of its
+// own (the product's few columns, 24 at n = 4, split by column, left one thread idle a third of
+// the time). Each output is one chain over k whatever the rows beside it: the same bits.
+void mix_logits(const ModelConfig& config, const Tensor& fn, const float* streams, int64_t first,
+                int64_t last, float* mix) {
   const int64_t width = config.hc_mult * config.hidden_size;
   const int64_t rows = fn.shape[0];
-  UninitializedVector<float> mix(static_cast<size_t>(tokens * rows));
-  // Each thread's tokens through the product and the scale: the streams it reads are the ones it
-  // wrote (hc_post splits the tokens the same way), and the product's few columns (24 at n = 4),
-  // split by column, left one thread idle a third of the time. Each output is one chain over k
-  // whatever the rows beside it, so the bits are the same.
-  for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
-    ops::linear(streams + first * width, last - first, fn, mix.data() + first * rows);
-    for (int64_t t = first; t < last; ++t) {
-      const float r =
-          ops::rms_scale(streams + t * width, width, static_cast<float>(config.rms_norm_eps));
-      for (int64_t i = 0; i < rows; ++i) {
-        mix[t * rows + i] *= r;
-      }
+  ops::linear(streams + first * width, last - first, fn, mix);
+  for (int64_t t = first; t < last; ++t) {
+    const float r =
+        ops::rms_scale(streams + t * width, width, static_cast<float>(config.rms_norm_eps));
+    for (int64_t i = 0; i < rows; ++i) {
+      mix[(t - first) * rows + i] *= r;
     }
-  });
-  return mix;
+  }
 }
 
 // Sinkhorn-Knopp on T matrices of n x n at once: column normalisation first, then (iters - 1)
@@ -127,8 +124,8 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
              int64_t tokens, float* x_in, const float* norm_weight) {
   const int64_t n = config.hc_mult, D = config.hidden_size;
   const float eps = static_cast<float>(config.hc_eps);
-  const UninitializedVector<float> mix = mix_logits(config, site.fn, streams, tokens);
   const int64_t rows = site.fn.shape[0];  // (2 + n) * n
+  UninitializedVector<float> mix(static_cast<size_t>(tokens * rows));
   const float* scale = site.scale.ptr();
   const float* base = site.base.ptr();
   HcMix out;
@@ -137,6 +134,7 @@ HcMix hc_pre(const ModelConfig& config, const HyperConnection& site, const float
   out.comb.resize(static_cast<size_t>(tokens * n * n));
   // Each token's outputs are its own, so chunks of tokens run on any thread with the same bits.
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
+    mix_logits(config, site.fn, streams, first, last, mix.data() + first * rows);
     for (int64_t t = first; t < last; ++t) {
       const float* m = mix.data() + t * rows;
       for (int64_t k = 0; k < n; ++k) {
@@ -197,9 +195,10 @@ void hc_post(const ModelConfig& config, const HcMix& mix, const float* block_out
 void hc_head(const ModelConfig& config, const ModelWeights& weights, const float* streams,
              int64_t tokens, float* y, const float* norm_weight) {
   const int64_t n = config.hc_mult, D = config.hidden_size;
-  const UninitializedVector<float> mix = mix_logits(config, weights.hc_head_fn, streams, tokens);
+  UninitializedVector<float> mix(static_cast<size_t>(tokens * n));  // [T, n]: hc_head_fn has n rows
   const float scale = weights.hc_head_scale.data[0];
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
+    mix_logits(config, weights.hc_head_fn, streams, first, last, mix.data() + first * n);
     for (int64_t t = first; t < last; ++t) {
       float* out = y + t * D;
       std::fill(out, out + D, 0.0f);
