@@ -1,14 +1,14 @@
 // The RMS norms (core/src/ops/norms.*) against a long-double evaluation of their formula,
 // x * rsqrt(mean(x^2) + eps), on widths that exercise the 32 interleaved partial sums and every
 // tail length, with values spread over many magnitudes so a dropped or doubled element shows.
+#include "ops/norms.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
-
-#include "ops/norms.hpp"
 
 namespace tessera {
 namespace {

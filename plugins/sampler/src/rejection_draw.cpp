@@ -174,9 +174,8 @@ void build_envelope(std::span<const float> logits, std::span<const float> group_
   }
 }
 
-int32_t draw_proposals(std::span<const float> logits, float l_max, float temperature,
-                       uint64_t seed, uint64_t rng_counter, const RejectionEnvelope& env,
-                       int max_proposals) {
+int32_t draw_proposals(std::span<const float> logits, float l_max, float temperature, uint64_t seed,
+                       uint64_t rng_counter, const RejectionEnvelope& env, int max_proposals) {
   const std::vector<double>& prefix = env.block_prefix;
   for (int proposal = 0; proposal < max_proposals; ++proposal) {
     const bool ahead = proposal < kProposalsAhead;

@@ -38,12 +38,12 @@ inline constexpr int kProposalsAhead = 2;
 
 // A row's envelope: what its proposals draw from.
 struct RejectionEnvelope {
-  std::vector<float> group_weight;   // [groups] e(m_g): U_g follows from it (rejection_draw.cpp)
+  std::vector<float> group_weight;  // [groups] e(m_g): U_g follows from it (rejection_draw.cpp)
   std::vector<std::pair<int64_t, double>> exact;  // groups holding the max: (g, U_g = S_g)
-  std::vector<double> block_prefix;  // [blocks] sum of U over blocks 0..b
-  double total = 0.0;                // sum U
-  double ahead_t[kProposalsAhead];   // proposal i's t = uniform i * total
-  int64_t ahead_block[kProposalsAhead];  // the block holding it (-1: none, rounding)
+  std::vector<double> block_prefix;               // [blocks] sum of U over blocks 0..b
+  double total = 0.0;                             // sum U
+  double ahead_t[kProposalsAhead];                // proposal i's t = uniform i * total
+  int64_t ahead_block[kProposalsAhead];           // the block holding it (-1: none, rounding)
 };
 
 // Proposal i's uniform in [0, 1): draw rng_counter of the request's stream for i = 0, then a
@@ -55,13 +55,12 @@ struct RejectionEnvelope {
 // blocks of its first kProposalsAhead proposals (hints: a caller with other work to do before
 // draw_proposals overlaps their misses with it; StandardSampler builds the next row's envelope).
 void build_envelope(std::span<const float> logits, std::span<const float> group_max, float l_max,
-                    float temperature, uint64_t seed, uint64_t rng_counter,
-                    RejectionEnvelope& env);
+                    float temperature, uint64_t seed, uint64_t rng_counter, RejectionEnvelope& env);
 
 // The proposals on env, built by build_envelope from the same arguments: the token, or -1 when
 // max_proposals proposals were all rejected (the caller then draws another way).
-[[nodiscard]] int32_t draw_proposals(std::span<const float> logits, float l_max,
-                                     float temperature, uint64_t seed, uint64_t rng_counter,
+[[nodiscard]] int32_t draw_proposals(std::span<const float> logits, float l_max, float temperature,
+                                     uint64_t seed, uint64_t rng_counter,
                                      const RejectionEnvelope& env,
                                      int max_proposals = kMaxRejectionProposals);
 

@@ -103,11 +103,10 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
       groups = ws.group_max;
     }
     const bool ready = prepared != nullptr && prepared->row == &row;
-    const int32_t token =
-        ready ? draw_proposals(raw, raw_max, params.temperature, params.seed, row.rng_counter,
-                               prepared->envelope)
-              : rejection_draw(logits, groups, l_max, params.temperature, params.seed,
-                               row.rng_counter, ws.rejection);
+    const int32_t token = ready ? draw_proposals(raw, raw_max, params.temperature, params.seed,
+                                                 row.rng_counter, prepared->envelope)
+                                : rejection_draw(logits, groups, l_max, params.temperature,
+                                                 params.seed, row.rng_counter, ws.rejection);
     if (token >= 0) {
       return token;
     }
@@ -141,8 +140,8 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
 
 }  // namespace
 
-void prepare_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
-                 DrawMethod draw, PreparedRow& prepared) noexcept {
+void prepare_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab, DrawMethod draw,
+                 PreparedRow& prepared) noexcept {
   prepared.row = nullptr;
   if (row.logits == nullptr || vocab <= 0 || !rejection_row(row.params, vocab, draw) ||
       penalties_active(row.params)) {
@@ -155,8 +154,8 @@ void prepare_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab
     return;
   }
   try {
-    build_envelope(raw, groups, scan->max, row.params.temperature, row.params.seed,
-                   row.rng_counter, prepared.envelope);
+    build_envelope(raw, groups, scan->max, row.params.temperature, row.params.seed, row.rng_counter,
+                   prepared.envelope);
     prepared.row = &row;
   } catch (...) {  // bad_alloc growing the envelope: sample_row builds it (and says why)
   }

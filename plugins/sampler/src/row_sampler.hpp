@@ -55,8 +55,8 @@ struct PreparedRow {
 // while the thread does other work before sample_row(row, ..., &prepared). Sets prepared.row to
 // &row, or to null for any other row (or when the scratch cannot grow: sample_row then builds the
 // envelope itself). Reads only what sample_row would; never throws.
-void prepare_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab,
-                 DrawMethod draw, PreparedRow& prepared) noexcept;
+void prepare_row(const ts_sampler_row& row, const RowHints& hints, int32_t vocab, DrawMethod draw,
+                 PreparedRow& prepared) noexcept;
 
 // Fills result (token, logprob, n_top and the top arrays). On failure result.token = -1,
 // result.n_top = 0 and the error says why (without the row index). prepared: used only when
