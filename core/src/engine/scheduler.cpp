@@ -143,7 +143,9 @@ void Scheduler::admit(Sequence* seq) {
 
 void Scheduler::snapshot_points(Sequence* seq, int64_t n, std::vector<SnapshotPoint>& points) {
   points.clear();
-  if (prefix_ == nullptr || !seq->cursor_valid) return;
+  if (prefix_ == nullptr || !seq->cursor_valid) {
+    return;
+  }
   const int64_t B = prefix_->block_tokens();
   const std::span<const int32_t> tokens(seq->tokens);
   for (int64_t L = (seq->kv_length / B + 1) * B; L <= seq->kv_length + n; L += B) {
