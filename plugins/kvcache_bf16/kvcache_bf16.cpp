@@ -7,11 +7,11 @@
 //
 // Option `storage = "fp32"` keeps the values unrounded (4 B each): the exact cache that parity
 // tests against fp32 references (transformers) need. It is not a serving format.
-#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tessera/finite_values.hpp"
 #include "tessera/plugin_sdk.hpp"
 #include "tessera/simd_clones.hpp"
 
@@ -110,17 +110,9 @@ ts_status check_call(const ts_kv_layout* layout, const int64_t* slots, int64_t n
   return ok();
 }
 
-// Whether every value is finite (exponent not all ones): one branch-free pass the compiler
-// vectorises; a step stores 64 rows per layer, and a per-value std::isfinite with an early return
-// plus a per-value narrowing loop made store ~20 us of every 64-sequence layer (scalar code).
-TS_SIMD_CLONES bool all_finite(const float* values, int64_t n) {
-  uint32_t inf_or_nan = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, values + i, sizeof bits);
-    inf_or_nan |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
-  }
-  return inf_or_nan == 0;
+// sdk::all_finite compiled for the widest vectors (a step stores 64 rows per layer).
+TS_SIMD_CLONES bool rows_finite(const float* values, int64_t n) {
+  return tessera::sdk::all_finite(values, n);
 }
 
 // One entry's values rounded to bf16 (to_bf16, vectorised).
@@ -139,13 +131,10 @@ ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows
     }
     const int64_t dim = layout->dim;
     // Validate everything before writing anything; the first bad value named.
-    if (!all_finite(rows, n * dim)) {
-      for (int64_t i = 0; i < n * dim; ++i) {
-        if (!std::isfinite(rows[i])) {
-          return fail(TS_ERR_NUMERIC, "store: non-finite value in row " + std::to_string(i / dim) +
-                                          ", channel " + std::to_string(i % dim));
-        }
-      }
+    if (!rows_finite(rows, n * dim)) {
+      const int64_t i = tessera::sdk::first_non_finite(rows, n * dim);
+      return fail(TS_ERR_NUMERIC, "store: non-finite value in row " + std::to_string(i / dim) +
+                                      ", channel " + std::to_string(i % dim));
     }
     for (int64_t i = 0; i < n; ++i) {
       uint8_t* dst = record(pool, *layout, slots[i]);

@@ -4,7 +4,6 @@
 // Indexer keys: 128 fp8 values + one fp32 scale = 132 B. CPU encode/decode; stateless and
 // reentrant (concurrent calls on different slots are safe; the same slot from two threads at
 // once is a race, as for any memory).
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -12,7 +11,9 @@
 #include "fp8_layout.hpp"
 #include "indexer_codec.hpp"
 #include "latent_codec.hpp"
+#include "tessera/finite_values.hpp"
 #include "tessera/plugin_sdk.hpp"
+#include "tessera/simd_clones.hpp"
 
 namespace {
 
@@ -58,18 +59,24 @@ ts_status check_call(const char* what, const ts_kv_layout* layout, const void* r
   return ok();
 }
 
+// sdk::all_finite compiled for the widest vectors (a step stores 64 rows per layer).
+TS_SIMD_CLONES bool rows_finite(const float* values, int64_t n) {
+  return tessera::sdk::all_finite(values, n);
+}
+
 ts_status store(ts_instance*, const ts_kv_layout* layout, const float* rows, int64_t n,
                 const int64_t* slots, uint8_t* pool, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
     if (ts_status s = check_call("store", layout, rows, n, slots, pool, device); s.code != TS_OK)
       return s;
     const int64_t dim = layout->dim;
-    for (int64_t i = 0; i < n * dim; ++i)  // validate everything before writing anything
-      if (!std::isfinite(rows[i]))
-        return fail(TS_ERR_NUMERIC, "store: non-finite value " + std::to_string(rows[i]) +
-                                        " in row " + std::to_string(i / dim) + " (slot " +
-                                        std::to_string(slots[i / dim]) + "), channel " +
-                                        std::to_string(i % dim) + "; nothing was written");
+    if (!rows_finite(rows, n * dim)) {  // validate everything before writing anything
+      const int64_t i = tessera::sdk::first_non_finite(rows, n * dim);
+      return fail(TS_ERR_NUMERIC, "store: non-finite value " + std::to_string(rows[i]) +
+                                      " in row " + std::to_string(i / dim) + " (slot " +
+                                      std::to_string(slots[i / dim]) + "), channel " +
+                                      std::to_string(i % dim) + "; nothing was written");
+    }
     const int64_t per_page = layout->entries_per_page;
     const auto geometry = fp8::latent_geometry(dim, layout->rope_dim);
     for (int64_t i = 0; i < n; ++i) {

@@ -416,6 +416,11 @@ TEST_P(KvConformance, RejectsBadArgumentsAndNonFiniteInput) {
         poisoned[2 * s.dim + channel] = bad;
         expect(plugin().store(good, poisoned.data(), 3, slots, pool.data()), TS_ERR_NUMERIC,
                "non-finite value in the last row");
+        // The message names where: the row and the channel of the (first) bad value.
+        const ts_status st = plugin().store(good, poisoned.data(), 3, slots, pool.data());
+        const std::string message = st.message != nullptr ? st.message : "";
+        EXPECT_NE(message.find("row 2"), std::string::npos) << message;
+        EXPECT_NE(message.find("channel " + std::to_string(channel)), std::string::npos) << message;
       }
     }
     std::vector<float> out(rows.size());

@@ -1,0 +1,37 @@
+// Header-only checks for plugins that take floats from the host (kv rows, logits): whether all
+// are finite, in one branch-free pass the compiler vectorises, and which one is not, looked for
+// only when one is not. A per-value std::isfinite with an early return stays scalar: it made the
+// bf16 cache's store ~20 us of every 64-sequence layer (docs/perf.md, session 14).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace tessera::sdk {
+
+// Whether every value of values[0, n) is finite (its exponent not all ones). No early return, so
+// the loop vectorises; call it from a TS_SIMD_CLONES function (tessera/simd_clones.hpp) to have it
+// compiled for the widest vectors the CPU has.
+[[nodiscard]] inline bool all_finite(const float* values, int64_t n) {
+  uint32_t inf_or_nan = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, values + i, sizeof bits);
+    inf_or_nan |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+  }
+  return inf_or_nan == 0;
+}
+
+// The index of the first inf or NaN in values[0, n), or -1 when every value is finite.
+[[nodiscard]] inline int64_t first_non_finite(const float* values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, values + i, sizeof bits);
+    if ((bits & 0x7F800000u) == 0x7F800000u) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+}  // namespace tessera::sdk
