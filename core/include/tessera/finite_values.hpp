@@ -9,15 +9,20 @@
 
 namespace tessera::sdk {
 
+// Whether x is an inf or a NaN: its exponent bits all ones (no branch, no <cmath> call).
+[[nodiscard]] inline bool is_inf_or_nan(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return (bits & 0x7F800000u) == 0x7F800000u;
+}
+
 // Whether every value of values[0, n) is finite (its exponent not all ones). No early return, so
 // the loop vectorises; call it from a TS_SIMD_CLONES function (tessera/simd_clones.hpp) to have it
 // compiled for the widest vectors the CPU has.
 [[nodiscard]] inline bool all_finite(const float* values, int64_t n) {
   uint32_t inf_or_nan = 0;
   for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, values + i, sizeof bits);
-    inf_or_nan |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+    inf_or_nan |= static_cast<uint32_t>(is_inf_or_nan(values[i]));
   }
   return inf_or_nan == 0;
 }
@@ -25,9 +30,7 @@ namespace tessera::sdk {
 // The index of the first inf or NaN in values[0, n), or -1 when every value is finite.
 [[nodiscard]] inline int64_t first_non_finite(const float* values, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, values + i, sizeof bits);
-    if ((bits & 0x7F800000u) == 0x7F800000u) {
+    if (is_inf_or_nan(values[i])) {
       return i;
     }
   }

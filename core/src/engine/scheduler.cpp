@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "kv/sequence_kv.hpp"
 #include "util/check.hpp"
 
 namespace tessera::engine {
@@ -57,30 +56,6 @@ Sequence* Scheduler::preemption_victim() const {
   }
   return victim;
 }
-
-namespace {
-
-// What a decode pass of schedule() reads of a sequence, asked for ahead of its turn (hints only).
-// After a step's forward every line is a memory miss, and each sequence's are a chain (the
-// sequence, then its cache object and token list): ~8 sequences ahead they overlap. Level 1:
-// the sequence's own lines; level 2, once those arrived: its cache object and last tokens.
-void prefetch_schedule_state(const Sequence& s, int level) {
-  if (level == 1) {
-    __builtin_prefetch(&s.tokens);
-    __builtin_prefetch(&s.kv_length);
-    __builtin_prefetch(&s.cursor_valid);
-    __builtin_prefetch(&s.first_scheduled);
-    return;
-  }
-  if (s.kv != nullptr) {
-    s.kv->prefetch_decode_demand();
-  }
-  if (s.kv_length < static_cast<int64_t>(s.tokens.size())) {
-    __builtin_prefetch(s.tokens.data() + s.kv_length);
-  }
-}
-
-}  // namespace
 
 void Scheduler::Plan::add(const Candidate& c) {
   items.push_back(c);
@@ -187,22 +162,7 @@ void Scheduler::schedule(ScheduledStep& out) {
   // 1. decodes, 2. prefills in progress (admission order within each).
   for (int pass = 0; pass < 2; ++pass) {
     pass_.assign(running_.begin(), running_.end());  // fit() may preempt out of running_
-    constexpr size_t kAhead = 8;
-    const size_t n = pass_.size();
-    for (size_t i = 0; pass == 0 && i < std::min(n, kAhead); ++i) {
-      prefetch_schedule_state(*pass_[i], 1);
-    }
-    for (size_t i = 0; pass == 0 && i < std::min(n, kAhead / 2); ++i) {
-      prefetch_schedule_state(*pass_[i], 2);
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (pass == 0 && i + kAhead < n) {
-        prefetch_schedule_state(*pass_[i + kAhead], 1);
-      }
-      if (pass == 0 && i + kAhead / 2 < n) {
-        prefetch_schedule_state(*pass_[i + kAhead / 2], 2);
-      }
-      Sequence* seq = pass_[i];
+    for (Sequence* seq : pass_) {
       if (seq->state != SequenceState::kRunning) continue;  // preempted in this step
       const bool decode = seq->pending_tokens() == 1;
       if ((pass == 0) != decode) continue;

@@ -54,11 +54,6 @@ class SequenceKv {
   PageDemand pages_needed(int64_t n_tokens) const;
   // The same, always from the per-layer page lists (no one-token shortcut): for tests.
   PageDemand pages_needed_by_layer(int64_t n_tokens) const;
-  // Asks for the lines pages_needed's one-token shortcut reads (a hint: nothing is read).
-  void prefetch_decode_demand() const {
-    __builtin_prefetch(&page_);
-    __builtin_prefetch(&windows_open_);
-  }
 
   // Main-cache slot where `position` (>= length()) of `layer` is written; allocates its page, or
   // copies it when shared.

@@ -195,15 +195,16 @@ void hc_post(const ModelConfig& config, const HcMix& mix, const float* block_out
 void hc_head(const ModelConfig& config, const ModelWeights& weights, const float* streams,
              int64_t tokens, float* y, const float* norm_weight) {
   const int64_t n = config.hc_mult, D = config.hidden_size;
-  UninitializedVector<float> mix(static_cast<size_t>(tokens * n));  // [T, n]: hc_head_fn has n rows
+  const int64_t rows = weights.hc_head_fn.shape[0];  // n
+  UninitializedVector<float> mix(static_cast<size_t>(tokens * rows));
   const float scale = weights.hc_head_scale.data[0];
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
-    mix_logits(config, weights.hc_head_fn, streams, first, last, mix.data() + first * n);
+    mix_logits(config, weights.hc_head_fn, streams, first, last, mix.data() + first * rows);
     for (int64_t t = first; t < last; ++t) {
       float* out = y + t * D;
       std::fill(out, out + D, 0.0f);
       for (int64_t k = 0; k < n; ++k) {
-        const float pre = sigmoid(mix[t * n + k] * scale + weights.hc_head_base.data[k]) +
+        const float pre = sigmoid(mix[t * rows + k] * scale + weights.hc_head_base.data[k]) +
                           static_cast<float>(config.hc_eps);
         const float* s = streams + (t * n + k) * D;
         for (int64_t i = 0; i < D; ++i) {

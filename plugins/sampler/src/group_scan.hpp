@@ -22,21 +22,16 @@ namespace tessera::sampler {
   return (c / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES + c % TS_LOGIT_GROUP_LANES;
 }
 
-// Asks for the cache lines of values[0, n) (a hint: nothing is read, nothing can fault).
+// Asks for the cache lines of values[0, n) (a hint: nothing is read, nothing can fault), into the
+// L1 (Locality 3, PREFETCHT0) or the L2 only (2, PREFETCHT1). The L2 is for many lines asked for
+// well ahead (a row's 64 lines of group maxima, two rows before its turn): asked into the L1,
+// their requests held the fill buffers the thread's own loads needed (the engine's 64-row
+// sampling: 63-69 -> 59-65 us a step).
+template <int Locality = 3>
 inline void prefetch_floats(const float* values, int64_t n) {
   constexpr int64_t kFloatsPerLine = 16;
   for (int64_t i = 0; i < n; i += kFloatsPerLine) {
-    __builtin_prefetch(values + i);
-  }
-}
-
-// The same into the L2 only (PREFETCHT1): for many lines asked for well ahead (a row's 64 lines of
-// group maxima, two rows before its turn). Asked into the L1, their requests held the fill buffers
-// the thread's own loads needed (the engine's 64-row sampling: 63-69 -> 59-65 us a step).
-inline void prefetch_floats_to_l2(const float* values, int64_t n) {
-  constexpr int64_t kFloatsPerLine = 16;
-  for (int64_t i = 0; i < n; i += kFloatsPerLine) {
-    __builtin_prefetch(values + i, 0, 2);
+    __builtin_prefetch(values + i, 0, Locality);
   }
 }
 

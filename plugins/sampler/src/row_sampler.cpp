@@ -223,7 +223,7 @@ void prefetch_row_start(const ts_sampler_row& row, const RowHints& hints, int32_
       !rejection_row(row.params, vocab, draw) || penalties_active(row.params)) {
     return;
   }
-  prefetch_floats_to_l2(hints.group_max, logit_group_count(vocab));
+  prefetch_floats<2>(hints.group_max, logit_group_count(vocab));
   const int64_t argmax = hints.scan->argmax;
   if (argmax >= 0 && argmax < vocab) {
     prefetch_logit_block({row.logits, static_cast<size_t>(vocab)}, argmax / TS_LOGIT_GROUP_BLOCK);
