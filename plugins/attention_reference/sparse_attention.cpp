@@ -1,3 +1,16 @@
+// attend_with_sink (reference_kernels.hpp) in fp32, per head h (ARCHITECTURE.md: fp32
+// accumulation everywhere). The definition, which the plain loops below write out and the
+// AVX-512 kernel (sparse_attention_avx512.cpp) computes with the same operations:
+//   d_j   = dot(q_h, row_j): 16 partial sums, lane k an fma chain q[c] * row[c] + lane over
+//           c = k (mod 16), c < dim - dim % 16, ascending from 0; folded (fold16); then an fma
+//           chain over the remaining c, ascending;
+//   s_j   = d_j * scale;  m = max(sink_h, max_j s_j);  e_j = fma_exp_nonpositive(s_j - m)
+//           (tessera/fma_exp.hpp);  denom = fold16 of 16 partial sums of e_j (lane k: j = k
+//           mod 16, ascending) + fma_exp_nonpositive(sink_h - m)  (sink_softmax.hpp);
+//   o_h,c = a_c / denom, a_c an fma chain e_j * row_j[c] + a_c over j ascending from 0.
+// Every operation is an fp32 operation (no contraction: -ffp-contract=off in CMakeLists.txt), so
+// the bits do not depend on the CPU or on how the compiler vectorises.
+// tests/unit/reference_attention_kernel_test.cpp checks both bodies against it bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -11,59 +24,47 @@ namespace tessera::reference {
 
 namespace {
 
-// q . row in double with 8 interleaved partial sums: independent chains the compiler vectorises
-// (a single running sum is one serial chain of dim dependent adds). Only the order of the double
-// additions differs from the plain loop: ~1e-16 relative, far below the fp32 output's resolution.
-[[gnu::always_inline]] inline double dot_double(const double* q, const float* row, int32_t dim) {
-  constexpr int32_t kLanes = 8;
-  double lanes[kLanes] = {};
-  int32_t c = 0;
-  for (; c + kLanes <= dim; c += kLanes) {
-    for (int32_t k = 0; k < kLanes; ++k) {
-      lanes[k] += q[c + k] * static_cast<double>(row[c + k]);
+[[gnu::always_inline]] inline float dot(const float* q, const float* row, int32_t dim) {
+  float lanes[kSumLanes] = {};
+  const int32_t full = dim - dim % kSumLanes;
+  for (int32_t c = 0; c < full; c += kSumLanes) {
+    for (int32_t k = 0; k < kSumLanes; ++k) {
+      lanes[k] = std::fma(q[c + k], row[c + k], lanes[k]);
     }
   }
-  double dot = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-               ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-  for (; c < dim; ++c) {
-    dot += q[c] * static_cast<double>(row[c]);
+  float d = fold16(lanes);
+  for (int32_t c = full; c < dim; ++c) {
+    d = std::fma(q[c], row[c], d);
   }
-  return dot;
+  return d;
 }
 
-// The plain loops, for CPUs without AVX-512 (its clone is the one attend_with_sink_avx512 writes
-// out with intrinsics).
+}  // namespace
+
 TS_SIMD_CLONES void attend_with_sink_plain(const float* q, int32_t n_heads, int32_t dim,
                                            const float* const* rows, int64_t n_rows, float scale,
                                            const float* sink, float* out) {
-  std::vector<double> logit(static_cast<size_t>(n_rows));
-  std::vector<double> qd(static_cast<size_t>(dim));   // [dim] the head's query in double
-  std::vector<double> acc(static_cast<size_t>(dim));  // [dim] weighted sum of the rows
+  std::vector<float> e(static_cast<size_t>(n_rows));
+  std::vector<float> acc(static_cast<size_t>(dim));  // [dim] weighted sum of the rows
   for (int32_t h = 0; h < n_heads; ++h) {
     const float* qh = q + static_cast<int64_t>(h) * dim;
-    for (int32_t c = 0; c < dim; ++c) {
-      qd[c] = qh[c];
-    }
     for (int64_t j = 0; j < n_rows; ++j) {
-      logit[j] = dot_double(qd.data(), rows[j], dim) * scale;
+      e[j] = dot(qh, rows[j], dim);
     }
-    const double denom = sink_softmax(logit.data(), n_rows, sink[h]);
-    std::fill(acc.begin(), acc.end(), 0.0);
+    const float denom = sink_softmax(e.data(), n_rows, scale, sink[h]);
+    std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t j = 0; j < n_rows; ++j) {
-      const double w = logit[j];
       const float* row = rows[j];
       for (int32_t c = 0; c < dim; ++c) {
-        acc[c] += w * row[c];
+        acc[c] = std::fma(e[j], row[c], acc[c]);
       }
     }
     float* oh = out + static_cast<int64_t>(h) * dim;
     for (int32_t c = 0; c < dim; ++c) {
-      oh[c] = static_cast<float>(acc[c] / denom);
+      oh[c] = acc[c] / denom;
     }
   }
 }
-
-}  // namespace
 
 void attend_with_sink(const float* q, int32_t n_heads, int32_t dim, const float* const* rows,
                       int64_t n_rows, float scale, const float* sink, float* out) {

@@ -1,28 +1,15 @@
-// attend_with_sink on AVX-512 (reference_kernels.hpp), written out with intrinsics so that it
-// computes exactly what its definition below says, and fast: the compiler's clone of the plain
-// loops took ~11 us for 8 heads x 56 rows x 128 (each dot product one serial chain of 4-wide adds,
-// the weighted sum going through memory once per row), this one ~6. Since session 13 it takes the
-// heads in groups of up to 8 and widens each (shared, MQA) kv row to double once per group, not
-// once per head: the same operations per head, so the same bits; a 64-sequence step of the 50m
-// preset 24.3-24.9 -> 23.1-23.5 ms (2 interleaved pairs).
-//
-// Definition (per head h, in double):
-//   s_j   = dot(q_h, row_j) * scale, where dot keeps 8 partial sums, lane k summing q[c] * row[c]
-//           (a product, then a sum: no FMA) over c = k (mod 8), c < dim - dim % 8, ascending;
-//           folds them ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)); then adds q[c] * row[c] for the
-//           remaining c, ascending (again a product, then a sum);
-//   m     = max(sink_h, max_j s_j);  e_j = exp(s_j - m);  denom = exp(sink_h - m) + sum_j e_j
-//           (std::exp, the sum over j ascending);
-//   o_h,c = float(acc_c / denom), acc_c = fma(e_j, row_j[c], acc_c) over j ascending from 0.0.
-// These are the operations of the plain loops' AVX-512F clone as GCC 12 compiles them (it
-// contracts the weighted sum, not the dot product): on 96 shapes (dims 1-512, 0-133 rows) the two
-// gave the same float outputs, so an AVX-512 CPU's tokens do not change with this file.
-// tests/unit/reference_attention_kernel_test.cpp checks the outputs against the definition.
+// attend_with_sink on AVX-512 (reference_kernels.hpp): the fp32 definition of sparse_attention.cpp
+// with intrinsics, the same operations in the same order, so the same bits as the plain loops.
+// What makes it fast: the heads go in groups of up to 8, each kv row (one per token, shared by
+// every head: MQA) loaded once per group; a group's 16 dot products (8 heads x 2 rows, 4 x 4, ...)
+// are folded together by one transposing reduction (fold_16_dots) instead of 16 stores and 15
+// dependent scalar adds each; the weighted sum keeps 2 x G vectors in registers over all rows.
+// Session 16: the double-precision kernel it replaces took ~6% of a 64-sequence step of the 50m
+// preset (docs/perf.md).
 #include "sparse_attention_avx512.hpp"
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -35,78 +22,109 @@ namespace {
 
 #define TS_ATTN_AVX512 __attribute__((target("avx512f")))
 
-constexpr int32_t kLanes = 8;  // doubles per vector
+constexpr int32_t kLanes = 16;  // floats per vector
+static_assert(kLanes == kSumLanes);
 
-TS_ATTN_AVX512 inline __m512d widen(const float* p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
-
-// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
-TS_ATTN_AVX512 inline double fold(__m512d v) {
-  alignas(64) double l[kLanes];
-  _mm512_store_pd(l, v);
-  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+// Two vectors into one: the 128-bit quarters Q of a and b picked by `lo` and `hi` (shuffle_f32x4
+// immediates) added.
+template <int kLo, int kHi>
+TS_ATTN_AVX512 inline __m512 add_quarters(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, kLo), _mm512_shuffle_f32x4(a, b, kHi));
+}
+// The same within each quarter: lanes picked by shuffle_ps immediates.
+template <int kLo, int kHi>
+TS_ATTN_AVX512 inline __m512 add_lanes(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, kLo), _mm512_shuffle_ps(a, b, kHi));
 }
 
-// Heads per group below: the rows (one kv per token, shared by every head) are widened to double
-// once per group instead of once per head, which was half of the vector work.
+// Lane i of the result = fold16 of acc[i]'s lanes, for 16 vectors at once. Each stage adds lanes
+// k and k + 8 (then k + 4, k + 2, k + 1) of every input, as fold16 does; the stages move lanes so
+// that output lane 4i + k holds input 4k + i, so the inputs go in transposed (4 x 4) order.
+TS_ATTN_AVX512 inline __m512 fold_16_dots(const __m512* acc) {
+  __m512 v[16];
+  for (int m = 0; m < 16; ++m) {
+    v[m] = acc[(m % 4) * 4 + m / 4];
+  }
+  __m512 s1[8], s2[4], s3[2];
+  for (int p = 0; p < 8; ++p) {  // [a.q0 + a.q2, a.q1 + a.q3, b.q0 + b.q2, b.q1 + b.q3]
+    s1[p] = add_quarters<_MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2)>(v[2 * p], v[2 * p + 1]);
+  }
+  for (int p = 0; p < 4; ++p) {  // quarter t: input 4p + t's lanes k + (k + 4)
+    s2[p] =
+        add_quarters<_MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1)>(s1[2 * p], s1[2 * p + 1]);
+  }
+  for (int p = 0; p < 2; ++p) {  // lanes k + (k + 2)
+    s3[p] = add_lanes<_MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2)>(s2[2 * p], s2[2 * p + 1]);
+  }
+  return add_lanes<_MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1)>(s3[0], s3[1]);
+}
+
 constexpr int kMaxGroup = 8;
 
-// logit[h][j] = dot(q_h, rows[j]) for the G heads of q ([G, dim] doubles), R rows at once: the
-// definition's dot for every (h, j), G x R accumulators.
+// dots[h][j + r] = dot(q_h, rows[j + r]) for the G heads of q ([G, dim]), R rows at once.
 template <int G, int R>
-TS_ATTN_AVX512 inline void group_dots(const double* q, const float* const* rows, int32_t dim,
-                                      int64_t n_rows, int64_t j, double* logit) {
-  __m512d acc[G][R];
-  for (auto& head : acc) {
-    for (auto& a : head) {
-      a = _mm512_setzero_pd();
-    }
+TS_ATTN_AVX512 inline void group_dots(const float* q, const float* const* rows, int32_t dim,
+                                      int64_t n_rows, int64_t j, float* dots) {
+  __m512 acc[G * R];
+  for (auto& a : acc) {
+    a = _mm512_setzero_ps();
   }
-  int32_t c = 0;
-  for (; c + kLanes <= dim; c += kLanes) {
-    __m512d w[R];
+  const int32_t full = dim - dim % kLanes;
+  for (int32_t c = 0; c < full; c += kLanes) {
+    __m512 w[R];
     for (int r = 0; r < R; ++r) {
-      w[r] = widen(rows[j + r] + c);
+      w[r] = _mm512_loadu_ps(rows[j + r] + c);
     }
     for (int h = 0; h < G; ++h) {
-      const __m512d qv = _mm512_loadu_pd(q + static_cast<int64_t>(h) * dim + c);
+      const __m512 qv = _mm512_loadu_ps(q + static_cast<int64_t>(h) * dim + c);
       for (int r = 0; r < R; ++r) {
-        acc[h][r] = _mm512_add_pd(acc[h][r], _mm512_mul_pd(qv, w[r]));
+        acc[h * R + r] = _mm512_fmadd_ps(qv, w[r], acc[h * R + r]);
       }
+    }
+  }
+  alignas(64) float folded[G * R];
+  if constexpr (G * R == 16) {
+    _mm512_store_ps(folded, fold_16_dots(acc));
+  } else {
+    for (int i = 0; i < G * R; ++i) {
+      alignas(64) float lanes[kLanes];
+      _mm512_store_ps(lanes, acc[i]);
+      folded[i] = fold16(lanes);
     }
   }
   for (int h = 0; h < G; ++h) {
-    const double* qh = q + static_cast<int64_t>(h) * dim;
+    const float* qh = q + static_cast<int64_t>(h) * dim;
     for (int r = 0; r < R; ++r) {
-      double dot = fold(acc[h][r]);
-      for (int32_t t = c; t < dim; ++t) {
-        const double product = qh[t] * static_cast<double>(rows[j + r][t]);
-        dot = dot + product;
+      float d = folded[h * R + r];
+      for (int32_t c = full; c < dim; ++c) {
+        d = std::fma(qh[c], rows[j + r][c], d);
       }
-      logit[h * n_rows + j + r] = dot;
+      dots[h * n_rows + j + r] = d;
     }
   }
 }
 
-// acc[h][c] for the G heads and columns [c0, c0 + 16): 2 x G vectors in registers over all rows,
+// acc[h][c] for the G heads and columns [c0, c0 + 32): 2 x G vectors in registers over all rows,
 // each the definition's fma chain over j.
 template <int G>
-TS_ATTN_AVX512 inline void group_weighted(const double* e, const float* const* rows, int64_t n_rows,
-                                          int32_t dim, int32_t c0, double* acc) {
-  __m512d sum[G][2];
+TS_ATTN_AVX512 inline void group_weighted(const float* e, const float* const* rows, int64_t n_rows,
+                                          int32_t dim, int32_t c0, float* acc) {
+  __m512 sum[G][2];
   for (auto& head : sum) {
-    head[0] = head[1] = _mm512_setzero_pd();
+    head[0] = head[1] = _mm512_setzero_ps();
   }
   for (int64_t j = 0; j < n_rows; ++j) {
-    const __m512d w0 = widen(rows[j] + c0), w1 = widen(rows[j] + c0 + kLanes);
+    const __m512 w0 = _mm512_loadu_ps(rows[j] + c0);
+    const __m512 w1 = _mm512_loadu_ps(rows[j] + c0 + kLanes);
     for (int h = 0; h < G; ++h) {
-      const __m512d eh = _mm512_set1_pd(e[h * n_rows + j]);
-      sum[h][0] = _mm512_fmadd_pd(eh, w0, sum[h][0]);
-      sum[h][1] = _mm512_fmadd_pd(eh, w1, sum[h][1]);
+      const __m512 eh = _mm512_set1_ps(e[h * n_rows + j]);
+      sum[h][0] = _mm512_fmadd_ps(eh, w0, sum[h][0]);
+      sum[h][1] = _mm512_fmadd_ps(eh, w1, sum[h][1]);
     }
   }
   for (int h = 0; h < G; ++h) {
-    _mm512_storeu_pd(acc + static_cast<int64_t>(h) * dim + c0, sum[h][0]);
-    _mm512_storeu_pd(acc + static_cast<int64_t>(h) * dim + c0 + kLanes, sum[h][1]);
+    _mm512_storeu_ps(acc + static_cast<int64_t>(h) * dim + c0, sum[h][0]);
+    _mm512_storeu_ps(acc + static_cast<int64_t>(h) * dim + c0 + kLanes, sum[h][1]);
   }
 }
 
@@ -114,46 +132,39 @@ TS_ATTN_AVX512 inline void group_weighted(const double* e, const float* const* r
 template <int G>
 TS_ATTN_AVX512 void attend_group(const float* q, int32_t dim, const float* const* rows,
                                  int64_t n_rows, float scale, const float* sink, float* out) {
-  thread_local std::vector<double> logit, qd, acc;
-  logit.resize(static_cast<size_t>(G) * n_rows);
-  qd.resize(static_cast<size_t>(G) * dim);
+  thread_local std::vector<float> e, acc;
+  e.resize(static_cast<size_t>(G) * n_rows);
   acc.resize(static_cast<size_t>(G) * dim);
-  for (int64_t i = 0; i < static_cast<int64_t>(G) * dim; ++i) {
-    qd[i] = q[i];
-  }
-  constexpr int kPair = 2;  // rows per dot group: G x 2 accumulators
+  constexpr int R = 16 / G;  // rows per dot group: 16 accumulators, one fold
   int64_t j = 0;
-  for (; j + kPair <= n_rows; j += kPair) {
-    group_dots<G, kPair>(qd.data(), rows, dim, n_rows, j, logit.data());
+  for (; j + R <= n_rows; j += R) {
+    group_dots<G, R>(q, rows, dim, n_rows, j, e.data());
   }
   for (; j < n_rows; ++j) {
-    group_dots<G, 1>(qd.data(), rows, dim, n_rows, j, logit.data());
+    group_dots<G, 1>(q, rows, dim, n_rows, j, e.data());
   }
-  double denom[G];
+  float denom[G];
   for (int h = 0; h < G; ++h) {
-    double* lh = logit.data() + h * n_rows;
-    for (j = 0; j < n_rows; ++j) {
-      lh[j] = lh[j] * static_cast<double>(scale);
-    }
-    denom[h] = sink_softmax(lh, n_rows, sink[h]);
+    denom[h] = sink_softmax(e.data() + h * n_rows, n_rows, scale, sink[h]);
   }
   constexpr int32_t kColumns = 2 * kLanes;
   int32_t c0 = 0;
   for (; c0 + kColumns <= dim; c0 += kColumns) {
-    group_weighted<G>(logit.data(), rows, n_rows, dim, c0, acc.data());
+    group_weighted<G>(e.data(), rows, n_rows, dim, c0, acc.data());
   }
   for (int h = 0; h < G; ++h) {
-    const double* eh = logit.data() + h * n_rows;
-    for (int32_t c = c0; c < dim; ++c) {  // a dim that is not a multiple of 16
-      double sum = 0.0;
+    const float* eh = e.data() + h * n_rows;
+    float* ah = acc.data() + static_cast<int64_t>(h) * dim;
+    for (int32_t c = c0; c < dim; ++c) {  // a dim that is not a multiple of 32
+      float sum = 0.0f;
       for (j = 0; j < n_rows; ++j) {
-        sum = std::fma(eh[j], static_cast<double>(rows[j][c]), sum);
+        sum = std::fma(eh[j], rows[j][c], sum);
       }
-      acc[static_cast<size_t>(h) * dim + c] = sum;
+      ah[c] = sum;
     }
     float* oh = out + static_cast<int64_t>(h) * dim;
     for (int32_t c = 0; c < dim; ++c) {
-      oh[c] = static_cast<float>(acc[static_cast<size_t>(h) * dim + c] / denom[h]);
+      oh[c] = ah[c] / denom[h];
     }
   }
 }

@@ -171,8 +171,10 @@ double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
 
 // model.dtype = "bf16" (x rounded to bf16 for every weight held in bf16): the prompts' logits
 // stay close to the fp32 path's and are not them (the rounding ran), on every rank: at TP 2 they
-// differ from TP 1's far less than from fp32 (measured 1.2e-4 vs 7.8e-4: the sums' order flips a
-// few roundings; with rank 1 in fp32, 1.0e-3). The greedy tokens agree on this model.
+// differ from TP 1's less than from fp32 (the sums' order flips a few bf16 roundings, and the
+// flips grow through the layers: 4.9e-4 vs 8.1e-4 since the reference attention computes in fp32,
+// 2.6e-4 vs 8.6e-4 with its earlier double precision; with rank 1 in fp32, 9.3e-4 and 1.0e-3).
+// The greedy tokens agree on this model.
 TEST(Bf16Weights, Bf16ActivationsStayCloseToTheFp32Logits) {
   if (!ops::gemm_nt_bf16_available()) {
     GTEST_SKIP() << "no AVX512_BF16: model.dtype = bf16 refused";
@@ -185,7 +187,7 @@ TEST(Bf16Weights, Bf16ActivationsStayCloseToTheFp32Logits) {
   std::printf("relative L2: bf16 vs fp32 %.3g, bf16 TP 2 vs TP 1 %.3g\n", error, tp_error);
   EXPECT_GT(error, 1e-4) << "bf16 activations gave the fp32 logits: the rounding did not run";
   EXPECT_LT(error, 2e-2);
-  EXPECT_LT(tp_error, error / 2) << "a rank computed in fp32";
+  EXPECT_LT(tp_error, 0.8 * error) << "a rank computed in fp32";
   const auto vocab = static_cast<int64_t>(fp32.size() / 3);
   for (int64_t r = 0; r < 3; ++r) {
     const auto argmax = [&](const std::vector<float>& v) {

@@ -1,32 +1,14 @@
 #include "fma_exp.hpp"
 
-#include <algorithm>
-#include <bit>
-#include <cmath>
-
-#include "exp_constants.hpp"
 #include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
+#include "tessera/fma_exp.hpp"
 
 namespace tessera::sampler {
 namespace {
 
-// The Cephes expf method and constants of exp_weights.cpp (exp_constants.hpp), fmas explicit.
+// The SDK's Cephes expf with explicit fmas (tessera/fma_exp.hpp) on the scaled logit.
 [[gnu::always_inline]] inline float weight(float in, float l_max, float t) {
-  const float x = (in - l_max) / t;
-  const float xc = std::max(x, kMinExponent);
-  const float shifted = xc * kLog2e + kRoundShift;  // two roundings: never contracted
-  const float k = shifted - kRoundShift;
-  const float r = std::fma(-k, kC2, std::fma(-k, kC1, xc));
-  float p = kP[0];
-  p = std::fma(p, r, kP[1]);
-  p = std::fma(p, r, kP[2]);
-  p = std::fma(p, r, kP[3]);
-  p = std::fma(p, r, kP[4]);
-  p = std::fma(p, r, kP[5]);
-  const float e_r = std::fma(p, r * r, r) + 1.0f;
-  const int32_t k_bits = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRoundShift);
-  const float scale = std::bit_cast<float>(static_cast<uint32_t>(k_bits + 127) << 23);
-  return x < kMinExponent ? 0.0f : e_r * scale;
+  return sdk::fma_exp_nonpositive((in - l_max) / t);
 }
 
 TS_SAMPLER_CLONES void weights(const float* __restrict in, int64_t n, float l_max, float t,
