@@ -1,5 +1,6 @@
-// The plain, obviously-correct CPU math of the reference attention backend. Every faster backend
-// is compared with these (tests/unit/attention_conformance_test.cpp).
+// The plain, obviously-correct CPU math of the reference attention backend, in fp32. Every faster
+// backend is compared with these (tests/cuda: attention_mma_test, attention_mma_emulated_test);
+// tests/unit/reference_attention_kernel_test.cpp checks them against their definitions.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +9,8 @@
 namespace tessera::reference {
 
 // Lightning indexer (DSV4.md §2.5): score(k) = sum_h w[h] * ReLU(q[h] . key[k]) over the first
-// n_visible keys; returns the indices of the min(top_k, n_visible) best, best first (ties: lower
-// index first).
+// n_visible keys (in fp32: lightning_indexer.cpp); returns the indices of the min(top_k,
+// n_visible) best, best first (ties: lower index first).
 //   q    [n_heads, head_dim]     w [n_heads]
 //   keys [n_visible, head_dim]
 std::vector<int32_t> indexer_select(const float* q, const float* w, int32_t n_heads,

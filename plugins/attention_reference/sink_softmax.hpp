@@ -5,35 +5,34 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "fp32_dot.hpp"
 #include "tessera/fma_exp.hpp"
 
 namespace tessera::reference {
-
-inline constexpr int32_t kSumLanes = 16;  // partial sums of a dot product or a denominator
-
-// The sum of 16 partial sums as the fixed tree of an AVX-512 register's reduction: lanes k and
-// k + 8, then k and k + 4, k and k + 2, and the last two.
-[[gnu::always_inline]] inline float fold16(const float* l) {
-  float h8[8], h4[4];
-  for (int k = 0; k < 8; ++k) {
-    h8[k] = l[k] + l[k + 8];
-  }
-  for (int k = 0; k < 4; ++k) {
-    h4[k] = h8[k] + h8[k + 4];
-  }
-  return (h4[0] + h4[2]) + (h4[1] + h4[3]);
-}
 
 // In place, dots[j] -> e_j = exp(dots[j] * scale - m) with m = max(sink, max_j dots[j] * scale)
 // (fma_exp_nonpositive); returns the denominator: 16 partial sums, lane k adding e_j for j = k
 // (mod 16) ascending, folded (fold16), plus exp(sink - m). The sink joins the denominator only
 // (it has no value vector).
 [[gnu::always_inline]] inline float sink_softmax(float* dots, int64_t n, float scale, float sink) {
-  float m = sink;
   for (int64_t j = 0; j < n; ++j) {
     dots[j] *= scale;
-    m = std::max(m, dots[j]);
   }
+  // The max in 16 lanes, so that the loop vectorises (a max is exact: any order gives it); written
+  // as x86's maxps computes it (x > l ? x : l), which the compiler then uses.
+  const auto larger = [](float l, float x) { return x > l ? x : l; };
+  float lane_max[kSumLanes];
+  std::fill_n(lane_max, kSumLanes, sink);
+  int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (int k = 0; k < kSumLanes; ++k) {
+      lane_max[k] = larger(lane_max[k], dots[i + k]);
+    }
+  }
+  for (int k = 0; i + k < n; ++k) {
+    lane_max[k] = larger(lane_max[k], dots[i + k]);
+  }
+  const float m = *std::max_element(lane_max, lane_max + kSumLanes);
   for (int64_t j = 0; j < n; ++j) {
     dots[j] = sdk::fma_exp_nonpositive(dots[j] - m);
   }

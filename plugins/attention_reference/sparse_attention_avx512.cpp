@@ -163,8 +163,9 @@ TS_ATTN_AVX512 void attend_group(const float* q, int32_t dim, const float* const
       ah[c] = sum;
     }
     float* oh = out + static_cast<int64_t>(h) * dim;
+    const float inverse = 1.0f / denom[h];
     for (int32_t c = 0; c < dim; ++c) {
-      oh[c] = ah[c] / denom[h];
+      oh[c] = ah[c] * inverse;
     }
   }
 }

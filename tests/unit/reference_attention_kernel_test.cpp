@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -32,7 +33,7 @@ float fold(const float* l) {
 
 // The definition: 16 fma chains over the first dim - dim % 16 columns, folded, then an fma chain
 // over the rest; softmax with the sink through fma_exp_nonpositive, its sum in 16 lanes folded;
-// the weighted sum one fma per row, rows in order, divided by the denominator.
+// the weighted sum one fma per row, rows in order, times the denominator's reciprocal.
 std::vector<float> definition(const std::vector<float>& q, int32_t heads, int32_t dim,
                               const std::vector<const float*>& rows, float scale,
                               const std::vector<float>& sink) {
@@ -66,7 +67,7 @@ std::vector<float> definition(const std::vector<float>& q, int32_t heads, int32_
       for (int64_t j = 0; j < n; ++j) {
         acc = std::fma(s[j], rows[j][c], acc);
       }
-      out[static_cast<size_t>(h) * dim + c] = acc / denom;
+      out[static_cast<size_t>(h) * dim + c] = acc * (1.0f / denom);
     }
   }
   return out;
@@ -173,6 +174,71 @@ TEST(ReferenceAttentionKernel, Avx512KernelComputesItsDefinitionBitForBit) {
   attend_with_sink(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), a.data());
   attend_with_sink_avx512(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), b.data());
   EXPECT_EQ(a, b);
+}
+
+// indexer_select's scores are its definition's (lightning_indexer.cpp: each head's dot as the
+// attention's, ReLU, an fma chain over the heads), so its picks are exactly the definition's top-k
+// (ties to the lower index); and they are long double's top-k but for near-ties.
+TEST(ReferenceAttentionKernel, IndexerPicksTheTopKOfItsFp32Scores) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  int near_ties = 0;
+  for (const int32_t head_dim : {1, 16, 17, 64, 128}) {
+    for (const int64_t n : {0, 1, 5, 64, 300}) {
+      const int32_t heads = 4, top_k = 16;
+      std::vector<float> q(static_cast<size_t>(heads * head_dim)), w(heads),
+          keys(static_cast<size_t>(n * head_dim));
+      for (auto* values : {&q, &w, &keys}) {
+        for (auto& v : *values) {
+          v = normal(rng);
+        }
+      }
+      std::vector<float> score(static_cast<size_t>(n));
+      std::vector<long double> exact(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) {
+        float total = 0.0f;
+        long double total_ld = 0;
+        for (int32_t h = 0; h < heads; ++h) {
+          const float* qh = q.data() + static_cast<int64_t>(h) * head_dim;
+          const float* key = keys.data() + k * head_dim;
+          float lane[16] = {};
+          const int32_t full = head_dim - head_dim % 16;
+          long double dot_ld = 0;
+          for (int32_t c = 0; c < head_dim; ++c) {
+            if (c < full) lane[c % 16] = std::fma(qh[c], key[c], lane[c % 16]);
+            dot_ld += static_cast<long double>(qh[c]) * key[c];
+          }
+          float dot = fold(lane);
+          for (int32_t c = full; c < head_dim; ++c) dot = std::fma(qh[c], key[c], dot);
+          total = std::fma(w[h], std::max(dot, 0.0f), total);
+          total_ld += w[h] * std::max<long double>(dot_ld, 0);
+        }
+        score[static_cast<size_t>(k)] = total;
+        exact[static_cast<size_t>(k)] = total_ld;
+      }
+      const auto top = [&](const auto& s) {
+        std::vector<int32_t> order(static_cast<size_t>(n));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int32_t a, int32_t b) { return s[a] > s[b]; });
+        order.resize(static_cast<size_t>(std::min<int64_t>(top_k, n)));
+        return order;
+      };
+      const std::vector<int32_t> got =
+          indexer_select(q.data(), w.data(), heads, head_dim, keys.data(), n, top_k);
+      ASSERT_EQ(got, top(score)) << "head_dim " << head_dim << ", " << n << " keys";
+      const std::vector<int32_t> want = top(exact);
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (got[i] != want[i]) {  // only where the two scores lie within fp32 rounding
+          ++near_ties;
+          EXPECT_LT(std::abs(static_cast<double>(exact[got[i]] - exact[want[i]])),
+                    1e-5 * std::abs(static_cast<double>(exact[want[i]])) + 1e-6)
+              << "head_dim " << head_dim << ", " << n << " keys, pick " << i;
+        }
+      }
+    }
+  }
+  EXPECT_LE(near_ties, 2);
 }
 
 }  // namespace
