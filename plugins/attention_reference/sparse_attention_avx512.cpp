@@ -104,11 +104,12 @@ TS_ATTN_AVX512 inline void group_dots(const float* q, const float* const* rows, 
   }
 }
 
-// acc[h][c] for the G heads and columns [c0, c0 + 32): 2 x G vectors in registers over all rows,
-// each the definition's fma chain over j.
+// out[h][c] for the G heads and columns [c0, c0 + 32): 2 x G vectors in registers over all rows,
+// each the definition's fma chain over j, times the head's 1 / denom as it is stored.
 template <int G>
 TS_ATTN_AVX512 inline void group_weighted(const float* e, const float* const* rows, int64_t n_rows,
-                                          int32_t dim, int32_t c0, float* acc) {
+                                          int32_t dim, int32_t c0, const float* inverse,
+                                          float* out) {
   __m512 sum[G][2];
   for (auto& head : sum) {
     head[0] = head[1] = _mm512_setzero_ps();
@@ -123,8 +124,10 @@ TS_ATTN_AVX512 inline void group_weighted(const float* e, const float* const* ro
     }
   }
   for (int h = 0; h < G; ++h) {
-    _mm512_storeu_ps(acc + static_cast<int64_t>(h) * dim + c0, sum[h][0]);
-    _mm512_storeu_ps(acc + static_cast<int64_t>(h) * dim + c0 + kLanes, sum[h][1]);
+    const __m512 scale = _mm512_set1_ps(inverse[h]);
+    float* oh = out + static_cast<int64_t>(h) * dim + c0;
+    _mm512_storeu_ps(oh, _mm512_mul_ps(sum[h][0], scale));
+    _mm512_storeu_ps(oh + kLanes, _mm512_mul_ps(sum[h][1], scale));
   }
 }
 
@@ -132,9 +135,8 @@ TS_ATTN_AVX512 inline void group_weighted(const float* e, const float* const* ro
 template <int G>
 TS_ATTN_AVX512 void attend_group(const float* q, int32_t dim, const float* const* rows,
                                  int64_t n_rows, float scale, const float* sink, float* out) {
-  thread_local std::vector<float> e, acc;
+  thread_local std::vector<float> e;
   e.resize(static_cast<size_t>(G) * n_rows);
-  acc.resize(static_cast<size_t>(G) * dim);
   constexpr int R = 16 / G;  // rows per dot group: 16 accumulators, one fold
   int64_t j = 0;
   for (; j + R <= n_rows; j += R) {
@@ -143,29 +145,24 @@ TS_ATTN_AVX512 void attend_group(const float* q, int32_t dim, const float* const
   for (; j < n_rows; ++j) {
     group_dots<G, 1>(q, rows, dim, n_rows, j, e.data());
   }
-  float denom[G];
+  float inverse[G];
   for (int h = 0; h < G; ++h) {
-    denom[h] = sink_softmax(e.data() + h * n_rows, n_rows, scale, sink[h]);
+    inverse[h] = 1.0f / sink_softmax(e.data() + h * n_rows, n_rows, scale, sink[h]);
   }
   constexpr int32_t kColumns = 2 * kLanes;
   int32_t c0 = 0;
   for (; c0 + kColumns <= dim; c0 += kColumns) {
-    group_weighted<G>(e.data(), rows, n_rows, dim, c0, acc.data());
+    group_weighted<G>(e.data(), rows, n_rows, dim, c0, inverse, out);
   }
-  for (int h = 0; h < G; ++h) {
+  for (int h = 0; h < G; ++h) {  // a dim that is not a multiple of 32
     const float* eh = e.data() + h * n_rows;
-    float* ah = acc.data() + static_cast<int64_t>(h) * dim;
-    for (int32_t c = c0; c < dim; ++c) {  // a dim that is not a multiple of 32
+    float* oh = out + static_cast<int64_t>(h) * dim;
+    for (int32_t c = c0; c < dim; ++c) {
       float sum = 0.0f;
       for (j = 0; j < n_rows; ++j) {
         sum = std::fma(eh[j], rows[j][c], sum);
       }
-      ah[c] = sum;
-    }
-    float* oh = out + static_cast<int64_t>(h) * dim;
-    const float inverse = 1.0f / denom[h];
-    for (int32_t c = 0; c < dim; ++c) {
-      oh[c] = ah[c] * inverse;
+      oh[c] = sum * inverse[h];
     }
   }
 }

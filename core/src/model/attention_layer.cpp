@@ -1,6 +1,7 @@
 #include "model/attention_layer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <utility>
@@ -151,6 +152,16 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   UninitializedVector<float>& q = of_q_lat.add(w.wq_b);  // [T, H, Dh]
   UninitializedVector<float>* index_q_rows = m == 4 ? &of_q_lat.add(w.indexer->wq_b) : nullptr;
   of_q_lat.run();
+  // The new tokens' kv go into the window cache before attention (each query sees itself): their
+  // slots taken here (the page pools are not thread-safe), the rows stored by the per-token pass
+  // below right after their rotation (a kv format's store may run on several threads at once, on
+  // other slots: plugin_abi.h), instead of ~15 us of a 64-sequence layer on this thread alone.
+  std::vector<int64_t> slots(static_cast<size_t>(T));
+  for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks)
+    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row)
+      slots[row] = chunk.kv->write_window_slot(layer, positions[row]);
+  const ts_kv_layout& main_layout = ctx.kv_format.main_layout();
+  std::atomic<bool> refused{false};
   // Per token (each alone, so on any thread with the same bits): ~28 us of a 64-sequence step's
   // layer on one thread.
   ops::for_each_row_chunk(T, kMinTokensPerChunk, [&](int64_t first, int64_t last) {
@@ -160,14 +171,17 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
       rope.apply(q.data() + t * H * Dh, H, Dh, positions[t]);
       rope.apply(kv.data() + t * Dh, 1, Dh, positions[t]);
     }
+    try {  // items must not throw
+      ctx.kv_format.store(main_layout, kv.data() + first * Dh,
+                          std::span<const int64_t>(slots).subspan(first, last - first),
+                          ctx.pools.main.data());
+    } catch (...) {
+      refused = true;
+    }
   });
-
-  // The new tokens' kv go into the window cache before attention: each query sees itself.
-  std::vector<int64_t> slots(static_cast<size_t>(T));
-  for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks)
-    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row)
-      slots[row] = chunk.kv->write_window_slot(layer, positions[row]);
-  ctx.kv_format.store(ctx.kv_format.main_layout(), kv.data(), slots, ctx.pools.main.data());
+  if (refused) {  // again for the whole batch: the error names the row of the batch
+    ctx.kv_format.store(main_layout, kv.data(), slots, ctx.pools.main.data());
+  }
 
   UninitializedVector<float> index_q, index_w;
   if (m > 0) {  // main first: append_compressed (main) allocates the indexer slot too
