@@ -6,8 +6,8 @@
 // gain. The AVX-512F clone has FMA instructions, and GCC's C++ default (-ffp-contract=fast, even
 // with -std=c++20) contracts a product and a sum into one there, so an AVX-512 CPU's results may
 // differ in the last bits from an AVX2 or SSE2 one's (this tree's clones: hc pre/post mix, rms
-// scale, the reference attention's weighted sum). Where the bits must be the same on every CPU,
-// compile the file with -ffp-contract=off (the sampler's rejection-draw exp). Ordinary helpers
+// scale, the MoE's combine). Where the bits must be the same on every CPU, compile the file with
+// -ffp-contract=off (the sampler's rejection-draw exp, the reference attention). Ordinary helpers
 // still inline into the clones (GCC does not inline across different -march settings).
 // Elsewhere (other compilers, other architectures) it expands to nothing.
 #pragma once

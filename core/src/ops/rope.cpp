@@ -1,6 +1,7 @@
 #include "ops/rope.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numbers>
 
@@ -15,10 +16,20 @@ double correction_dim(double rotations, int64_t dim, double base, double max_pos
          (2.0 * std::log(base));
 }
 
+std::atomic<uint64_t> next_table_id{1};
+
+// A thread's cos and sin of the last (table, position) it rotated at: the same values std::cos
+// and std::sin give again (a 64-sequence step rotates each token 3-4 times per layer).
+struct Angles {
+  uint64_t table = 0;
+  int64_t position = -1;
+  std::vector<float> cos, sin;
+};
+
 }  // namespace
 
 RopeTable::RopeTable(int64_t rope_dim, double theta, const dsv4::YarnScaling* yarn)
-    : rope_dim_(rope_dim), inv_freq_(static_cast<size_t>(rope_dim / 2)) {
+    : rope_dim_(rope_dim), inv_freq_(static_cast<size_t>(rope_dim / 2)), id_(next_table_id++) {
   const int64_t half = rope_dim / 2;
   double low = 0, high = 0;
   if (yarn != nullptr && yarn->enabled) {
@@ -54,16 +65,28 @@ RopeTable RopeTable::for_layer(const dsv4::ModelConfig& config, int64_t layer) {
 void RopeTable::apply(float* x, int64_t rows, int64_t width, int64_t position, bool inverse) const {
   const int64_t half = rope_dim_ / 2;
   const int64_t start = width - rope_dim_;
-  const float pos = static_cast<float>(position);
-  for (int64_t i = 0; i < half; ++i) {
-    const float angle = pos * inv_freq_[static_cast<size_t>(i)];
-    const float c = std::cos(angle);
-    const float s = inverse ? -std::sin(angle) : std::sin(angle);
-    for (int64_t r = 0; r < rows; ++r) {
-      float* pair = x + r * width + start + 2 * i;
-      const float a = pair[0], b = pair[1];
-      pair[0] = a * c - b * s;
-      pair[1] = b * c + a * s;
+  thread_local Angles memo;
+  if (memo.table != id_ || memo.position != position) {
+    memo.cos.resize(static_cast<size_t>(half));
+    memo.sin.resize(static_cast<size_t>(half));
+    const float pos = static_cast<float>(position);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = pos * inv_freq_[static_cast<size_t>(i)];
+      memo.cos[static_cast<size_t>(i)] = std::cos(angle);
+      memo.sin[static_cast<size_t>(i)] = std::sin(angle);
+    }
+    memo.table = id_;
+    memo.position = position;
+  }
+  const float* cos = memo.cos.data();
+  const float* sin = memo.sin.data();
+  for (int64_t r = 0; r < rows; ++r) {  // row by row: each row's pairs are contiguous
+    float* pairs = x + r * width + start;
+    for (int64_t i = 0; i < half; ++i) {
+      const float c = cos[i], s = inverse ? -sin[i] : sin[i];
+      const float a = pairs[2 * i], b = pairs[2 * i + 1];
+      pairs[2 * i] = a * c - b * s;
+      pairs[2 * i + 1] = b * c + a * s;
     }
   }
 }

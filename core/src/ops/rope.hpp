@@ -19,7 +19,8 @@ class RopeTable {
   static RopeTable for_layer(const dsv4::ModelConfig& config, int64_t layer);
 
   // Rotates the trailing rope_dim channels of `rows` vectors of `width` values, all at `position`;
-  // inverse rotates by -angle (used on the attention output).
+  // inverse rotates by -angle (used on the attention output). A token's q, kv, indexer q and
+  // output are rotated at one position: each thread keeps the last position's cos and sin.
   void apply(float* x, int64_t rows, int64_t width, int64_t position, bool inverse = false) const;
 
   const std::vector<float>& inv_freq() const { return inv_freq_; }
@@ -27,6 +28,7 @@ class RopeTable {
  private:
   int64_t rope_dim_ = 0;
   std::vector<float> inv_freq_;  // [rope_dim / 2]
+  uint64_t id_ = 0;              // names these frequencies in a thread's cos / sin memo
 };
 
 }  // namespace tessera::ops
