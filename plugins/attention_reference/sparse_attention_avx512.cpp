@@ -42,18 +42,18 @@ TS_ATTN_AVX512 inline __m512 add_lanes(__m512 a, __m512 b) {
 // that output lane 4i + k holds input 4k + i, so the inputs go in transposed (4 x 4) order.
 TS_ATTN_AVX512 inline __m512 fold_16_dots(const __m512* acc) {
   __m512 v[16];
-  for (int m = 0; m < 16; ++m) {
+  for (size_t m = 0; m < 16; ++m) {
     v[m] = acc[(m % 4) * 4 + m / 4];
   }
   __m512 s1[8], s2[4], s3[2];
-  for (int p = 0; p < 8; ++p) {  // [a.q0 + a.q2, a.q1 + a.q3, b.q0 + b.q2, b.q1 + b.q3]
+  for (size_t p = 0; p < 8; ++p) {  // [a.q0 + a.q2, a.q1 + a.q3, b.q0 + b.q2, b.q1 + b.q3]
     s1[p] = add_quarters<_MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2)>(v[2 * p], v[2 * p + 1]);
   }
-  for (int p = 0; p < 4; ++p) {  // quarter t: input 4p + t's lanes k + (k + 4)
+  for (size_t p = 0; p < 4; ++p) {  // quarter t: input 4p + t's lanes k + (k + 4)
     s2[p] =
         add_quarters<_MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1)>(s1[2 * p], s1[2 * p + 1]);
   }
-  for (int p = 0; p < 2; ++p) {  // lanes k + (k + 2)
+  for (size_t p = 0; p < 2; ++p) {  // lanes k + (k + 2)
     s3[p] = add_lanes<_MM_SHUFFLE(1, 0, 1, 0), _MM_SHUFFLE(3, 2, 3, 2)>(s2[2 * p], s2[2 * p + 1]);
   }
   return add_lanes<_MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1)>(s3[0], s3[1]);

@@ -26,8 +26,12 @@ namespace {
 // ((l0 + l8) + (l4 + l12)) + ((l2 + l10) + (l6 + l14)) ... : lanes k and k + 8, then k + 4, k + 2.
 float fold(const float* l) {
   float h8[8], h4[4];
-  for (int k = 0; k < 8; ++k) h8[k] = l[k] + l[k + 8];
-  for (int k = 0; k < 4; ++k) h4[k] = h8[k] + h8[k + 4];
+  for (int k = 0; k < 8; ++k) {
+    h8[k] = l[k] + l[k + 8];
+  }
+  for (int k = 0; k < 4; ++k) {
+    h4[k] = h8[k] + h8[k + 4];
+  }
   return (h4[0] + h4[2]) + (h4[1] + h4[3]);
 }
 
@@ -169,7 +173,8 @@ TEST(ReferenceAttentionKernel, Avx512KernelComputesItsDefinitionBitForBit) {
   }
   expect_definition_bits(attend_with_sink_avx512, "AVX-512 kernel");
   // The entry point runs this kernel on this CPU.
-  std::vector<float> q(8 * 128, 0.5f), kv(3 * 128, 0.25f), sink(8, 0.0f), a(q.size()), b(q.size());
+  std::vector<float> q(size_t{8} * 128, 0.5f), kv(size_t{3} * 128, 0.25f), sink(8, 0.0f),
+      a(q.size()), b(q.size());
   const std::vector<const float*> rows{kv.data(), kv.data() + 128, kv.data() + 256};
   attend_with_sink(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), a.data());
   attend_with_sink_avx512(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), b.data());
@@ -205,11 +210,15 @@ TEST(ReferenceAttentionKernel, IndexerPicksTheTopKOfItsFp32Scores) {
           const int32_t full = head_dim - head_dim % 16;
           long double dot_ld = 0;
           for (int32_t c = 0; c < head_dim; ++c) {
-            if (c < full) lane[c % 16] = std::fma(qh[c], key[c], lane[c % 16]);
+            if (c < full) {
+              lane[c % 16] = std::fma(qh[c], key[c], lane[c % 16]);
+            }
             dot_ld += static_cast<long double>(qh[c]) * key[c];
           }
           float dot = fold(lane);
-          for (int32_t c = full; c < head_dim; ++c) dot = std::fma(qh[c], key[c], dot);
+          for (int32_t c = full; c < head_dim; ++c) {
+            dot = std::fma(qh[c], key[c], dot);
+          }
           total = std::fma(w[h], std::max(dot, 0.0f), total);
           total_ld += w[h] * std::max<long double>(dot_ld, 0);
         }

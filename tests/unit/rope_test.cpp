@@ -57,7 +57,9 @@ TEST(Rope, RotatesAsTheFormulaAcrossTablesAndPositionsInAnyOrder) {
                {&scaled, 70000, 1, true}};
   for (const auto& call : calls) {
     std::vector<float> x(static_cast<size_t>(call.rows * width));
-    for (float& v : x) v = normal(rng);
+    for (float& v : x) {
+      v = normal(rng);
+    }
     const std::vector<float> want =
         rotated(*call.table, x, call.rows, width, call.position, call.inverse);
     call.table->apply(x.data(), call.rows, width, call.position, call.inverse);
