@@ -55,10 +55,6 @@ struct PartOutputs {
   }
 };
 
-// y = w2 . swiglu(w1 x, w3 x) for every run (run 0: the shared expert): each step is one
-// linear_group over all the experts, so the threads share the whole layer's GEMMs (a batch's
-// routed experts have ~tokens * K / E rows each: too small to split one GEMM well) with one
-// hand-off per step. With several parts, w2 runs once per column range of the hidden width.
 // dst += w * row over n values: the combine's inner loop, compiled per vector ISA (the tree's
 // baseline is SSE2; this loop was ~0.6% of a 64-sequence step's samples there).
 TS_SIMD_CLONES void add_scaled(float* dst, const float* row, float w, int64_t n) {
@@ -67,6 +63,10 @@ TS_SIMD_CLONES void add_scaled(float* dst, const float* row, float w, int64_t n)
   }
 }
 
+// y = w2 . swiglu(w1 x, w3 x) for every run (run 0: the shared expert): each step is one
+// linear_group over all the experts, so the threads share the whole layer's GEMMs (a batch's
+// routed experts have ~tokens * K / E rows each: too small to split one GEMM well) with one
+// hand-off per step. With several parts, w2 runs once per column range of the hidden width.
 void run_experts(const ModelConfig& config, const std::vector<ExpertRun>& runs, int64_t D,
                  const PartOutputs& outputs) {
   // Run i's [rows, I_i] gate and up activations start at hidden[i] in the layer's buffers (the
