@@ -6,18 +6,20 @@
 #include <cstring>
 #include <limits>
 
-#include "exp_constants.hpp"
 #include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
+#include "tessera/fma_exp.hpp"
 
 namespace tessera::sampler {
 namespace {
 
-// exp_constants.hpp has the method and its constants. The AVX2 / AVX-512 clones contract the
-// polynomial and the reduction into FMAs (plugins/sampler/CMakeLists.txt), the SSE2 clone rounds
-// every step; both were measured against a double-precision exp on every float exponent in
-// [-104, 0] (exp_weights.hpp), and tests/unit/sampler_kernels_test.cpp checks the bound on the
-// running CPU's clone. Below kMinExponent the weight becomes 0, an error the absolute term
-// kWeightAbsError covers.
+using namespace sdk::fma_exp_constants;  // NOLINT(google-build-using-namespace): the method's names
+
+// tessera/fma_exp.hpp has the method and its constants (the SDK's fma_exp_nonpositive). The
+// AVX2 / AVX-512 clones contract the polynomial and the reduction into FMAs
+// (plugins/sampler/CMakeLists.txt), the SSE2 clone rounds every step; both were measured against
+// a double-precision exp on every float exponent in [-104, 0] (exp_weights.hpp), and
+// tests/unit/sampler_kernels_test.cpp checks the bound on the running CPU's clone. Below
+// kMinExponent the weight becomes 0, an error the absolute term kWeightAbsError covers.
 // out[i] = exp((in[i] - l_max) / t) for i < n.
 [[gnu::always_inline]] inline void exp_block(const float* __restrict in, float* __restrict out,
                                              int64_t n, float l_max, float t) {
