@@ -57,5 +57,24 @@ TEST(EngineBench, RoundsAlternateTheLevelsAndEachRowSumsItsRuns) {
       << text;
 }
 
+// One output token per request measures prefill alone; the warm-up wave asks for no more tokens
+// than the run allows (it asked for 2 and the engine refused it: "max_tokens = 2 is outside
+// [1, 1]").
+TEST(EngineBench, OneOutputTokenMeasuresPrefillAlone) {
+  EngineBenchOptions o;
+  o.preset = "tiny";
+  o.plugin_dir = TESSERA_PLUGIN_DIR;
+  o.concurrency = {2};
+  o.requests = 4;
+  o.prompt_tokens = 5;
+  o.output_tokens = 1;
+  o.rounds = 1;
+  o.memory_gib = 0.02;
+  const std::vector<EngineBenchRow> rows = run_engine_bench(o);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NEAR(rows[0].output_tokens_per_second * rows[0].seconds, 4.0, 1e-6);
+  EXPECT_GT(rows[0].steps, 0);
+}
+
 }  // namespace
 }  // namespace tessera::engine

@@ -127,7 +127,7 @@ LevelRun run_level(Runtime& rt, const tokenizer::Tokenizer* tok, const EngineBen
     Request r;
     r.prompt = bench_prompt(static_cast<uint64_t>(total + i), o.prompt_tokens,
                             rt.model_config().vocab_size);
-    r.max_tokens = 2;
+    r.max_tokens = std::min<int64_t>(2, eo.max_tokens_limit);  // within the limit the run sets
     r.ignore_eos = true;
     engine.submit(std::move(r), [](const Event& /*event*/) {});
   }
