@@ -88,7 +88,7 @@ TEST_F(GemmPanelsTest, MatchesDoubleReferenceOnEveryShapeAndBothBackends) {
       set_compute_threads(threads);
       for (const int64_t rows : {1, 2, 5, 6, 7, 13, 33, 70}) {
         for (const int64_t out : {1, 3, 16, 17, 33, 130}) {
-          for (const int64_t in : {1, 15, 16, 17, 100, 512}) {
+          for (const int64_t in : {1, 15, 16, 17, 100, 512, 2048}) {
             const auto x = random_values(static_cast<size_t>(rows * in), seed++);
             const auto w = random_values(static_cast<size_t>(out * in), seed++);
             const dsv4::Tensor t = packed(w, out, in);
@@ -176,6 +176,29 @@ TEST_F(GemmPanelsTest, BatchSplitAndStorageInvariant) {
                                       weight_product(x.data(), kRows, kIn, fp32, y.data(), kOut)};
   linear_group(group);
   EXPECT_EQ(y, batch) << "a group changed bits";
+}
+
+// The mHC's mixing product (24 outputs of a 2048-wide row, 32 tokens a thread): with so long a K
+// a chunk of panels is held to a whole tile's width. Rows alone, in a batch, on 1 or 2 threads:
+// the same bits.
+TEST_F(GemmPanelsTest, LongInputsKeepTheBitsOfEveryRowAlone) {
+  const int64_t kRows = 33, kOut = 24, kIn = 2048;
+  const auto x = random_values(static_cast<size_t>(kRows * kIn), 21);
+  const dsv4::Tensor t = packed(random_values(static_cast<size_t>(kOut * kIn), 22), kOut, kIn);
+  auto run = [&](const float* xs, int64_t rows, int threads) {
+    set_compute_threads(threads);
+    std::vector<float> y(static_cast<size_t>(rows * kOut));
+    linear(xs, rows, t, y.data());
+    return y;
+  };
+  const auto batch = run(x.data(), kRows, 1);
+  EXPECT_EQ(run(x.data(), kRows, 2), batch) << "thread split changed bits";
+  for (int64_t m = 0; m < kRows; ++m) {
+    const auto alone = run(x.data() + m * kIn, 1, 1);
+    for (int64_t n = 0; n < kOut; ++n) {
+      ASSERT_EQ(alone[n], batch[m * kOut + n]) << "row " << m << " alone vs in a batch, col " << n;
+    }
+  }
 }
 
 TEST_F(GemmPanelsTest, UnpackingGivesTheRowsBack) {

@@ -154,7 +154,10 @@ TS_AVX512 void range(const GemmNtArgs& a, const W* panels, int64_t n_begin, int6
   n_end += a.panel_col0;
   constexpr auto kBytes = static_cast<int64_t>(sizeof(W));
   const int64_t panel_bytes = std::max<int64_t>(a.in, 1) * kP * kBytes;
-  const int64_t chunk = std::max<int64_t>(1, int64_t{128} * 1024 / panel_bytes) * kP;  // columns
+  // At least a full tile's panels: with a long K (mHC's 2048) one panel a chunk made every tile
+  // 6 x 1 (6 FMAs per load of W, x read once per panel).
+  const int64_t chunk =
+      std::max<int64_t>(panels_for(kMaxRows), int64_t{128} * 1024 / panel_bytes) * kP;  // columns
   for (int64_t first = n_begin / kP * kP; first < n_end; first += chunk) {
     const int64_t nc = std::max(n_begin, first), nc_end = std::min(n_end, first + chunk);
     Prefetch pf;
