@@ -147,6 +147,33 @@ TS_AVX512 void slice(const GemmNtArgs& a, const W* panels, int mr, int64_t m0, i
   rows_over_panels<MR>(a, panels, m0, n_begin, n_end, pf);
 }
 
+// A chunk of one or two panels (a product of few outputs: mHC's 24 mixing logits of a 2048-wide
+// row) meets this many rows at a time: a 6-row tile there fills only 6-12 accumulators and loads
+// W (from L2) once per 6-12 FMAs; 12 rows halve the loads of W per FMA.
+constexpr int kNarrowRows = 12;
+
+// mr (1..MR) rows of x over the one or two panels holding [n_begin, n_end).
+template <int MR, typename W>
+TS_AVX512 void narrow_slice(const GemmNtArgs& a, const W* panels, int mr, int64_t m0,
+                            int64_t n_begin, int64_t n_end, Prefetch& pf) {
+  if constexpr (MR > 1) {
+    if (mr < MR) {
+      narrow_slice<MR - 1>(a, panels, mr, m0, n_begin, n_end, pf);
+      return;
+    }
+  }
+  const float* xr[MR];
+  for (int i = 0; i < MR; ++i) {
+    xr[i] = a.x + (m0 + i) * a.ldx;
+  }
+  const int64_t p = n_begin / kP;
+  if ((n_end + kP - 1) / kP - p == 2) {
+    tile<MR, 2>(a, xr, panels + p * a.panel_stride, m0, p * kP, n_begin, n_end, pf);
+  } else {
+    tile<MR, 1>(a, xr, panels + p * a.panel_stride, m0, p * kP, n_begin, n_end, pf);
+  }
+}
+
 // Panels are walked in chunks of ~128 KiB (L2) while every slice of x meets the chunk.
 template <typename W>
 TS_AVX512 void range(const GemmNtArgs& a, const W* panels, int64_t n_begin, int64_t n_end) {
@@ -167,6 +194,14 @@ TS_AVX512 void range(const GemmNtArgs& a, const W* panels, int64_t n_begin, int6
       pf.next = reinterpret_cast<const char*>(panels + nc_end / kP * a.panel_stride);
       const int64_t next_panels = (std::min(n_end, nc_end + chunk) - nc_end + kP - 1) / kP;
       pf.end = pf.next + next_panels * a.panel_stride * kBytes;
+    }
+    if ((nc_end + kP - 1) / kP - nc / kP <= 2 && a.rows > kMaxRows) {
+      for (int64_t m0 = 0; m0 < a.rows; m0 += kNarrowRows) {
+        narrow_slice<kNarrowRows>(a, panels,
+                                  static_cast<int>(std::min<int64_t>(kNarrowRows, a.rows - m0)), m0,
+                                  nc, nc_end, pf);
+      }
+      continue;
     }
     for (int64_t m0 = 0; m0 < a.rows; m0 += kMaxRows) {
       slice<kMaxRows>(a, panels, static_cast<int>(std::min<int64_t>(kMaxRows, a.rows - m0)), m0, nc,
