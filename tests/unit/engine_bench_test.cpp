@@ -6,22 +6,31 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/machine.hpp"
 
 namespace tessera::engine {
 namespace {
 
-TEST(EngineBench, RoundsAlternateTheLevelsAndEachRowSumsItsRuns) {
+// The tiny preset's bench with 5-token prompts.
+EngineBenchOptions tiny_bench(std::vector<int64_t> concurrency, int64_t requests,
+                              int64_t output_tokens, int64_t rounds) {
   EngineBenchOptions o;
   o.preset = "tiny";
   o.plugin_dir = TESSERA_PLUGIN_DIR;
-  o.concurrency = {1, 4};
-  o.requests = 6;
+  o.concurrency = std::move(concurrency);
+  o.requests = requests;
   o.prompt_tokens = 5;
-  o.output_tokens = 3;
-  o.rounds = 3;
+  o.output_tokens = output_tokens;
+  o.rounds = rounds;
   o.memory_gib = 0.02;
+  return o;
+}
+
+TEST(EngineBench, RoundsAlternateTheLevelsAndEachRowSumsItsRuns) {
+  const EngineBenchOptions o = tiny_bench({1, 4}, 6, 3, 3);
   const std::vector<EngineBenchRow> rows = run_engine_bench(o);
   ASSERT_EQ(rows.size(), 2u);
   for (const EngineBenchRow& r : rows) {
@@ -61,16 +70,7 @@ TEST(EngineBench, RoundsAlternateTheLevelsAndEachRowSumsItsRuns) {
 // than the run allows (it asked for 2 and the engine refused it: "max_tokens = 2 is outside
 // [1, 1]").
 TEST(EngineBench, OneOutputTokenMeasuresPrefillAlone) {
-  EngineBenchOptions o;
-  o.preset = "tiny";
-  o.plugin_dir = TESSERA_PLUGIN_DIR;
-  o.concurrency = {2};
-  o.requests = 4;
-  o.prompt_tokens = 5;
-  o.output_tokens = 1;
-  o.rounds = 1;
-  o.memory_gib = 0.02;
-  const std::vector<EngineBenchRow> rows = run_engine_bench(o);
+  const std::vector<EngineBenchRow> rows = run_engine_bench(tiny_bench({2}, 4, 1, 1));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_NEAR(rows[0].output_tokens_per_second * rows[0].seconds, 4.0, 1e-6);
   EXPECT_GT(rows[0].steps, 0);
