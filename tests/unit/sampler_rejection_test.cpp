@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -86,6 +87,18 @@ int32_t reference_rejection(const std::vector<float>& l, float t, uint64_t seed,
       r -= bound[b * 16 + lane++];
     }
     if (lane == 16) {
+      continue;
+    }
+    const size_t g = b * 16 + lane;
+    if (gmax[g] != l_max) {  // a bounded group: column floor(r / c_g), accepted below its weight
+      const double c =
+          static_cast<double>(reference_fma_exp(gmax[g], l_max, t)) * (1.0 + 0x1.0p-20);
+      const double k = std::floor(r / c);
+      const size_t column = b * 256 + lane + static_cast<size_t>(k) * 16;
+      if (column < std::min(l.size(), (b + 1) * 256) &&
+          std::fma(-k, c, r) < static_cast<double>(reference_fma_exp(l[column], l_max, t))) {
+        return static_cast<int32_t>(column);
+      }
       continue;
     }
     double cumulative = 0.0;

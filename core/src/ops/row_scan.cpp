@@ -107,6 +107,16 @@ TS_SIMD_CLONES int64_t first_equal(const float* v, int64_t c0, int64_t c1, float
   return -1;
 }
 
+// Asks for the line holding p, written by this core, to move out to the shared L3 (CLDEMOTE, a
+// hint; a NOP on CPUs without it). The group maxima are read next by the sampler, half of them on
+// the other core, which then finds them in the L3 instead of snooping this core's L2. Measured on
+// the 2-vCPU Xeon VM: sampling 64 rows 70.0 -> 67.0 us a step (6 interleaved pairs).
+inline void demote_line(const void* p) {
+#if defined(__x86_64__)
+  asm volatile("cldemote %0" ::"m"(*static_cast<const char*>(p)));
+#endif
+}
+
 }  // namespace
 
 void scan_columns(const float* y, int64_t rows, int64_t ldy, int64_t c0, int64_t c1,
@@ -121,6 +131,11 @@ void scan_columns(const float* y, int64_t rows, int64_t ldy, int64_t c0, int64_t
                    ? nullptr
                    : group_max + r * ld_group + c0 / TS_LOGIT_GROUP_BLOCK * TS_LOGIT_GROUP_LANES;
     s.max = max_and_finite(v, c0, c1, g, &finite);
+    for (int64_t c = c0; g != nullptr && c < c1; c += TS_LOGIT_GROUP_BLOCK) {
+      const float* block = g + (c - c0) / TS_LOGIT_GROUP_BLOCK * TS_LOGIT_GROUP_LANES;
+      demote_line(block);
+      demote_line(block + TS_LOGIT_GROUP_LANES - 1);  // the same line when 64-byte aligned
+    }
     s.finite = finite;
     s.argmax = finite ? static_cast<int32_t>(first_equal(v, c0, c1, s.max)) : -1;
   }

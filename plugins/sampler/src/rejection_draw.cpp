@@ -1,6 +1,7 @@
 #include "rejection_draw.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "counter_rng.hpp"
 #include "fma_exp.hpp"
@@ -75,7 +76,7 @@ TS_SAMPLER_CLONES void full_block_sums(const float* e, int64_t blocks, double* b
 // The 16 bounds U_g of block b into u: n_g e(m_g) (1 + 2^-20), or the exact sum of a group
 // holding the row's max.
 void block_bounds(const RejectionEnvelope& env, int64_t vocab, int64_t b, double* u) {
-  const float* e = env.group_weight.data() + b * kLanes;
+  const float* e = env.group_weight.data() + b * kLanes;  // e(m_g) of the block's groups
   const int64_t columns = std::min(kBlock, vocab - b * kBlock);
   if (columns == kBlock) {
     for (int64_t l = 0; l < kLanes; ++l) {
@@ -148,6 +149,77 @@ int64_t block_of(const std::vector<double>& prefix, double t) {
   return it == prefix.end() ? -1 : it - prefix.begin();
 }
 
+// The block whose prefix sum first exceeds t, then the group whose bound the rest falls in (the
+// block's bounds subtracted in lane order).
+ProposalPlace place_of(const RejectionEnvelope& env, int64_t vocab, double t) {
+  const int64_t b = block_of(env.block_prefix, t);
+  if (b < 0) {
+    return {};
+  }
+  double r = b == 0 ? t : t - env.block_prefix[static_cast<size_t>(b - 1)];
+  double u[kLanes];
+  block_bounds(env, vocab, b, u);
+  int64_t lane = 0;
+  for (; lane < kLanes && r >= u[lane]; ++lane) {
+    r -= u[lane];
+  }
+  if (lane == kLanes) {
+    return {};  // rounding: r is past the block's last bound
+  }
+  return {b * kLanes + lane, r};
+}
+
+bool is_exact(const RejectionEnvelope& env, int64_t group) {
+  return std::any_of(env.exact.begin(), env.exact.end(),
+                     [&](const auto& e) { return e.first == group; });
+}
+
+// A bounded group's column for offset r: k = floor(r / c_g), c_g = e(m_g) (1 + 2^-20), and the
+// rest r - k c_g (one rounding: fma), which the column's weight must exceed. -1 when rounding put
+// k past the group's last column.
+int64_t bounded_column(const RejectionEnvelope& env, int64_t vocab, const ProposalPlace& p,
+                       double& rest) {
+  const int64_t b = p.group / kLanes;
+  const int64_t lane = p.group % kLanes;
+  const double c = static_cast<double>(env.group_weight[static_cast<size_t>(p.group)]) * kSlack;
+  const double k = std::floor(p.r / c);
+  if (k >= static_cast<double>(group_size(lane, std::min(kBlock, vocab - b * kBlock)))) {
+    return -1;
+  }
+  rest = std::fma(-k, c, p.r);
+  return b * kBlock + lane + static_cast<int64_t>(k) * kLanes;
+}
+
+// The proposal's token, or -1 when it is rejected.
+int32_t decide(std::span<const float> logits, float l_max, float temperature,
+               const RejectionEnvelope& env, const ProposalPlace& p) {
+  if (p.group < 0) {
+    return -1;
+  }
+  const auto vocab = static_cast<int64_t>(logits.size());
+  if (!is_exact(env, p.group)) {
+    double rest = 0.0;
+    const int64_t j = bounded_column(env, vocab, p, rest);
+    const bool accepted = j >= 0 && rest < static_cast<double>(fma_exp_weight(
+                                               logits[static_cast<size_t>(j)], l_max, temperature));
+    return accepted ? static_cast<int32_t>(j) : -1;
+  }
+  // An exact group: its columns (lane + k * kLanes of the block) in order, the first whose
+  // cumulative weight exceeds r.
+  const int64_t b = p.group / kLanes;
+  const int64_t lane = p.group % kLanes;
+  float w[kFullGroup];
+  const int64_t n = group_weights(logits, b, lane, l_max, temperature, w);
+  double cumulative = 0.0;
+  for (int64_t k = 0; k < n; ++k) {
+    cumulative += static_cast<double>(w[k]);
+    if (p.r < cumulative) {
+      return static_cast<int32_t>(b * kBlock + lane + k * kLanes);
+    }
+  }
+  return -1;
+}
+
 }  // namespace
 
 double proposal_uniform(uint64_t seed, uint64_t rng_counter, int proposal) {
@@ -163,48 +235,32 @@ void build_envelope(std::span<const float> logits, std::span<const float> group_
                     float temperature, uint64_t seed, uint64_t rng_counter,
                     RejectionEnvelope& env) {
   env.total = envelope(logits, group_max, l_max, temperature, env);
+  const auto vocab = static_cast<int64_t>(logits.size());
   for (int proposal = 0; proposal < kProposalsAhead; ++proposal) {
-    const double t = proposal_uniform(seed, rng_counter, proposal) * env.total;
-    const int64_t b = block_of(env.block_prefix, t);
-    env.ahead_t[proposal] = t;
-    env.ahead_block[proposal] = b;
-    if (b >= 0) {
-      prefetch_logit_block(logits, b);
+    const ProposalPlace p =
+        place_of(env, vocab, proposal_uniform(seed, rng_counter, proposal) * env.total);
+    env.ahead[proposal] = p;
+    // An exact group's columns were read for its sum; a bounded group's proposal reads one.
+    double rest = 0.0;
+    const int64_t j =
+        p.group >= 0 && !is_exact(env, p.group) ? bounded_column(env, vocab, p, rest) : -1;
+    if (j >= 0) {
+      __builtin_prefetch(logits.data() + j);
     }
   }
 }
 
 int32_t draw_proposals(std::span<const float> logits, float l_max, float temperature, uint64_t seed,
                        uint64_t rng_counter, const RejectionEnvelope& env, int max_proposals) {
-  const std::vector<double>& prefix = env.block_prefix;
+  const auto vocab = static_cast<int64_t>(logits.size());
   for (int proposal = 0; proposal < max_proposals; ++proposal) {
-    const bool ahead = proposal < kProposalsAhead;
-    const double t =
-        ahead ? env.ahead_t[proposal] : proposal_uniform(seed, rng_counter, proposal) * env.total;
-    const int64_t b = ahead ? env.ahead_block[proposal] : block_of(prefix, t);
-    if (b < 0) {
-      continue;
-    }
-    double r = b == 0 ? t : t - prefix[static_cast<size_t>(b - 1)];
-    double u[kLanes];
-    block_bounds(env, static_cast<int64_t>(logits.size()), b, u);
-    int64_t lane = 0;
-    for (; lane < kLanes && r >= u[lane]; ++lane) {
-      r -= u[lane];
-    }
-    if (lane == kLanes) {
-      continue;  // rounding: r is past the block's last bound
-    }
-    // The group's columns, lane + k * kLanes of the block, and their weights.
-    float w[kFullGroup];
-    const int64_t n = group_weights(logits, b, lane, l_max, temperature, w);
-    const int64_t first = b * kBlock + lane;
-    double cumulative = 0.0;
-    for (int64_t k = 0; k < n; ++k) {
-      cumulative += static_cast<double>(w[k]);
-      if (r < cumulative) {
-        return static_cast<int32_t>(first + k * kLanes);
-      }
+    const ProposalPlace p =
+        proposal < kProposalsAhead
+            ? env.ahead[proposal]
+            : place_of(env, vocab, proposal_uniform(seed, rng_counter, proposal) * env.total);
+    const int32_t token = decide(logits, l_max, temperature, env, p);
+    if (token >= 0) {
+      return token;
     }
   }
   return -1;

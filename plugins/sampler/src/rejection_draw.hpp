@@ -4,17 +4,20 @@
 //
 // Rejection sampling (von Neumann 1951) from a piecewise-constant envelope: the row's columns fall
 // into groups of at most 16 (plugin_abi.h TS_LOGIT_GROUP_*); group g of n_g columns whose largest
-// logit is m_g gets the bound U_g = n_g * e(m_g) * (1 + 2^-20) >= S_g = sum of its weights e(l_j)
-// (e = fma_exp_weight, the weight exp((l - l_max) / T); the factor covers e's error, so the bound
-// holds even where e is not monotonic to the last ulp); a group holding the row's max gets
-// U_g = S_g exactly, so a peaked row accepts at once. A proposal draws t uniform in
-// [0, sum_g U_g), finds the group g whose segment holds it and the offset r in [0, U_g), computes
-// the group's n_g weights and returns the first column j whose cumulative weight exceeds r, or
-// rejects when r >= S_g. Each proposal returns j with probability e(l_j) / sum U, so an accepted
-// one is distributed exactly as e(l_j) / sum_k e(l_k); it is accepted with probability
-// sum S / sum U >= 1 / 16 (a group's weights sum to at least its largest), ~1/2 on flat rows.
+// logit is m_g gets the bound U_g = n_g * c_g with c_g = e(m_g) * (1 + 2^-20) >= every e(l_j) of
+// the group (e = fma_exp_weight, the weight exp((l - l_max) / T); the factor covers e's error, so
+// the bound holds even where e is not monotonic to the last ulp); a group holding the row's max
+// gets U_g = S_g, the sum of its weights, exactly, so a peaked row accepts at once. A proposal
+// draws t uniform in [0, sum_g U_g), finds the group g whose segment holds it and the offset r in
+// [0, U_g). In a bounded group r picks column k = floor(r / c_g) of the group and accepts it when
+// r - k c_g < e(l_j): one logit read and one exp. In an exact group it returns the first column
+// whose cumulative weight exceeds r. Either way a proposal returns column j with probability
+// e(l_j) / sum U, so an accepted one is distributed exactly as e(l_j) / sum_k e(l_k); it is
+// accepted with probability sum S / sum U >= 1 / 16 (a group's weights sum to at least its
+// largest), ~0.4 on flat rows.
 // Cost: an exp per group (1 / 16 of the row, from the group maxima the host's vocabulary head
-// found while writing the logits, or one pass of the sampler's own) and 16 per proposal.
+// found while writing the logits, or one pass of the sampler's own), 16 for the max's group and
+// one cache line and one exp per proposal.
 //
 // The tokens differ from the inverse-CDF draw's (draw = "inverse_cdf") for the same seed; both
 // are exact draws from the same distribution. Proposal i uses uniform i of the row's own stream,
@@ -31,10 +34,17 @@ namespace tessera::sampler {
 
 inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probability < (15/16)^1024
 
-// Proposals whose place in the envelope build_envelope finds, and whose logit blocks it asks
-// for: a row's first proposal is accepted with probability sum S / sum U (~0.4 on the 50m
-// model's rows, 2.4 proposals per row), so asking for two overlaps most rows' misses.
+// Proposals whose place in the envelope build_envelope finds, and whose logits it asks for: a
+// row's first proposal is accepted with probability sum S / sum U (~0.4 on the 50m model's rows,
+// 2.4 proposals per row), so asking for two overlaps most rows' misses.
 inline constexpr int kProposalsAhead = 2;
+
+// Where t falls in an envelope: group g (-1: nowhere, t rounded past a segment) and the offset r
+// in [0, U_g).
+struct ProposalPlace {
+  int64_t group = -1;
+  double r = 0.0;
+};
 
 // A row's envelope: what its proposals draw from.
 struct RejectionEnvelope {
@@ -42,8 +52,7 @@ struct RejectionEnvelope {
   std::vector<std::pair<int64_t, double>> exact;  // groups holding the max: (g, U_g = S_g)
   std::vector<double> block_prefix;               // [blocks] sum of U over blocks 0..b
   double total = 0.0;                             // sum U
-  double ahead_t[kProposalsAhead];                // proposal i's t = uniform i * total
-  int64_t ahead_block[kProposalsAhead];           // the block holding it (-1: none, rounding)
+  ProposalPlace ahead[kProposalsAhead];           // where proposal i's t = uniform i * total falls
 };
 
 // Proposal i's uniform in [0, 1): draw rng_counter of the request's stream for i = 0, then a
@@ -51,8 +60,8 @@ struct RejectionEnvelope {
 [[nodiscard]] double proposal_uniform(uint64_t seed, uint64_t rng_counter, int proposal);
 
 // logits: [vocab] finite (penalised when penalties apply); group_max: their group maxima
-// (group_scan.hpp); l_max = max of logits; temperature > 0. Fills env and asks for the logit
-// blocks of its first kProposalsAhead proposals (hints: a caller with other work to do before
+// (group_scan.hpp); l_max = max of logits; temperature > 0. Fills env and asks for the logits
+// its first kProposalsAhead proposals read (hints: a caller with other work to do before
 // draw_proposals overlaps their misses with it; StandardSampler builds the next row's envelope).
 void build_envelope(std::span<const float> logits, std::span<const float> group_max, float l_max,
                     float temperature, uint64_t seed, uint64_t rng_counter, RejectionEnvelope& env);

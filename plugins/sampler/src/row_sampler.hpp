@@ -51,7 +51,7 @@ struct PreparedRow {
 };
 
 // Builds the envelope sample_row would build for a row drawn by rejection from the host's group
-// maxima without penalties, and asks for its first proposals' logit blocks, so that they arrive
+// maxima without penalties, and asks for its first proposals' logits, so that they arrive
 // while the thread does other work before sample_row(row, ..., &prepared). Sets prepared.row to
 // &row, or to null for any other row (or when the scratch cannot grow: sample_row then builds the
 // envelope itself). Reads only what sample_row would; never throws.
