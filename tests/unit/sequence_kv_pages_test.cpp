@@ -1,8 +1,8 @@
-// SequenceKv::pages_needed answers a one-token decode from the sequence object alone when no page
-// or compression-window boundary is crossed and no page is shared (the scheduler asks it for every
-// running sequence every step). Its answer must be the per-layer count's at every step: from the
-// first token, across page and window boundaries, with pages shared with a prefix snapshot, and
-// for a sequence restored from one.
+// SequenceKv::pages_needed answers a one-token decode from the sequence object alone when no
+// window page boundary is crossed and no page is shared, counting the compressed pages the token's
+// closing windows take per ratio (the scheduler asks it for every running sequence every step). Its
+// answer must be the per-layer count's at every step: from the first token, across page and window
+// boundaries, with pages shared with a prefix snapshot, and for a sequence restored from one.
 #include <gtest/gtest.h>
 
 #include <cstdint>

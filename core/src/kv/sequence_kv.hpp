@@ -117,15 +117,13 @@ class SequenceKv {
   void record_compressor(int64_t layer, bool indexer, int64_t length_after);
   PrefixSnapshot build_snapshot(const PendingSnapshot& pending);
 
-  // True when token number `length` closes a compression window in some layer.
-  bool closes_a_window(int64_t length) const;
-
   KvPools& pools_;
   int64_t window_;
   int64_t page_;  // entries per page
   int64_t length_ = 0;
   // For pages_needed's one-token shortcut (it reads only these, not the per-layer page lists):
   std::array<int64_t, 4> distinct_ratios_{};  // the nonzero compression ratios, first n_ratios_
+  std::array<int64_t, 4> layers_of_ratio_{};  // how many layers have each of them
   int n_ratios_ = 0;
   // Restored from or snapshotted into the prefix cache. Defensive: snapshots sit on page and
   // window boundaries, so a shared page is only written after one (where the shortcut is off).
