@@ -15,12 +15,14 @@ struct Tokenizer::Impl {
   TokenizerParts parts;
   AddedTokenSplitter splitter;
   // Indexed by id; `known` is false for holes in the id space.
+  // What detokenizing reads (bytes and the flags) first, together in 35 bytes: the engine reads
+  // one entry per sequence per step, cold in the cache after the forward.
   struct TokenEntry {
-    std::string text;   // as written in tokenizer.json
     std::string bytes;  // ByteLevel-decoded
     bool known = false;
     bool added = false;
     bool special = false;
+    std::string text;  // as written in tokenizer.json
   };
   std::vector<TokenEntry> tokens;
   std::unordered_map<std::string, int32_t> added_by_content;
