@@ -99,10 +99,7 @@ TEST_F(GemmBf16Test, RowsGetTheSameBitsInAnyBatchSplitOrGroup) {
   const dsv4::Tensor w = bf16_weight(kOut, kIn, 42);
   const Bf16ActivationScope precision(true);
   auto run = [&](const float* xs, int64_t rows, int threads) {
-    set_compute_threads(threads);
-    std::vector<float> y(static_cast<size_t>(rows * kOut));
-    linear(xs, rows, w, y.data());
-    return y;
+    return linear_on_threads(xs, rows, w, threads);
   };
   const auto batch = run(x.data(), kRows, 1);
   EXPECT_EQ(run(x.data(), kRows, 2), batch) << "thread split changed bits";

@@ -146,11 +146,8 @@ TEST_F(GemmPanelsTest, BatchSplitAndStorageInvariant) {
     v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) & 0xFFFF0000u);  // bf16 values
   }
   const dsv4::Tensor fp32 = packed(w, kOut, kIn), bf16 = packed(w, kOut, kIn, true);
-  auto run = [&](const dsv4::Tensor& t, const float* xs, int64_t rows, int threads) {
-    set_compute_threads(threads);
-    std::vector<float> y(static_cast<size_t>(rows * kOut));
-    linear(xs, rows, t, y.data());
-    return y;
+  auto run = [](const dsv4::Tensor& t, const float* xs, int64_t rows, int threads) {
+    return linear_on_threads(xs, rows, t, threads);
   };
   const auto batch = run(fp32, x.data(), kRows, 1);
   EXPECT_EQ(run(fp32, x.data(), kRows, 2), batch) << "thread split changed bits";
@@ -186,10 +183,7 @@ TEST_F(GemmPanelsTest, LongInputsKeepTheBitsOfEveryRowAlone) {
   const auto x = random_values(static_cast<size_t>(kRows * kIn), 21);
   const dsv4::Tensor t = packed(random_values(static_cast<size_t>(kOut * kIn), 22), kOut, kIn);
   auto run = [&](const float* xs, int64_t rows, int threads) {
-    set_compute_threads(threads);
-    std::vector<float> y(static_cast<size_t>(rows * kOut));
-    linear(xs, rows, t, y.data());
-    return y;
+    return linear_on_threads(xs, rows, t, threads);
   };
   const auto batch = run(x.data(), kRows, 1);
   EXPECT_EQ(run(x.data(), kRows, 2), batch) << "thread split changed bits";

@@ -149,8 +149,28 @@ int64_t block_of(const std::vector<double>& prefix, double t) {
   return it == prefix.end() ? -1 : it - prefix.begin();
 }
 
+bool is_exact(const RejectionEnvelope& env, int64_t group) {
+  return std::any_of(env.exact.begin(), env.exact.end(),
+                     [&](const auto& e) { return e.first == group; });
+}
+
+// A bounded group's column for p.r: k = floor(r / c_g), c_g = e(m_g) (1 + 2^-20), and the rest
+// r - k c_g (one rounding: fma), which the column's weight must exceed. Column -1 when rounding put
+// k past the group's last column.
+void bounded_column(const RejectionEnvelope& env, int64_t vocab, ProposalPlace& p) {
+  const int64_t b = p.group / kLanes;
+  const int64_t lane = p.group % kLanes;
+  const double c = static_cast<double>(env.group_weight[static_cast<size_t>(p.group)]) * kSlack;
+  const double k = std::floor(p.r / c);
+  if (k >= static_cast<double>(group_size(lane, std::min(kBlock, vocab - b * kBlock)))) {
+    return;
+  }
+  p.rest = std::fma(-k, c, p.r);
+  p.column = b * kBlock + lane + static_cast<int64_t>(k) * kLanes;
+}
+
 // The block whose prefix sum first exceeds t, then the group whose bound the rest falls in (the
-// block's bounds subtracted in lane order).
+// block's bounds subtracted in lane order), and in a bounded group the column.
 ProposalPlace place_of(const RejectionEnvelope& env, int64_t vocab, double t) {
   const int64_t b = block_of(env.block_prefix, t);
   if (b < 0) {
@@ -166,43 +186,27 @@ ProposalPlace place_of(const RejectionEnvelope& env, int64_t vocab, double t) {
   if (lane == kLanes) {
     return {};  // rounding: r is past the block's last bound
   }
-  return {b * kLanes + lane, r};
-}
-
-bool is_exact(const RejectionEnvelope& env, int64_t group) {
-  return std::any_of(env.exact.begin(), env.exact.end(),
-                     [&](const auto& e) { return e.first == group; });
-}
-
-// A bounded group's column for offset r: k = floor(r / c_g), c_g = e(m_g) (1 + 2^-20), and the
-// rest r - k c_g (one rounding: fma), which the column's weight must exceed. -1 when rounding put
-// k past the group's last column.
-int64_t bounded_column(const RejectionEnvelope& env, int64_t vocab, const ProposalPlace& p,
-                       double& rest) {
-  const int64_t b = p.group / kLanes;
-  const int64_t lane = p.group % kLanes;
-  const double c = static_cast<double>(env.group_weight[static_cast<size_t>(p.group)]) * kSlack;
-  const double k = std::floor(p.r / c);
-  if (k >= static_cast<double>(group_size(lane, std::min(kBlock, vocab - b * kBlock)))) {
-    return -1;
+  ProposalPlace p;
+  p.group = b * kLanes + lane;
+  p.r = r;
+  p.exact = is_exact(env, p.group);
+  if (!p.exact) {
+    bounded_column(env, vocab, p);
   }
-  rest = std::fma(-k, c, p.r);
-  return b * kBlock + lane + static_cast<int64_t>(k) * kLanes;
+  return p;
 }
 
 // The proposal's token, or -1 when it is rejected.
 int32_t decide(std::span<const float> logits, float l_max, float temperature,
-               const RejectionEnvelope& env, const ProposalPlace& p) {
+               const ProposalPlace& p) {
   if (p.group < 0) {
     return -1;
   }
-  const auto vocab = static_cast<int64_t>(logits.size());
-  if (!is_exact(env, p.group)) {
-    double rest = 0.0;
-    const int64_t j = bounded_column(env, vocab, p, rest);
-    const bool accepted = j >= 0 && rest < static_cast<double>(fma_exp_weight(
-                                               logits[static_cast<size_t>(j)], l_max, temperature));
-    return accepted ? static_cast<int32_t>(j) : -1;
+  if (!p.exact) {
+    const bool accepted =
+        p.column >= 0 && p.rest < static_cast<double>(fma_exp_weight(
+                                      logits[static_cast<size_t>(p.column)], l_max, temperature));
+    return accepted ? static_cast<int32_t>(p.column) : -1;
   }
   // An exact group: its columns (lane + k * kLanes of the block) in order, the first whose
   // cumulative weight exceeds r.
@@ -240,12 +244,8 @@ void build_envelope(std::span<const float> logits, std::span<const float> group_
     const ProposalPlace p =
         place_of(env, vocab, proposal_uniform(seed, rng_counter, proposal) * env.total);
     env.ahead[proposal] = p;
-    // An exact group's columns were read for its sum; a bounded group's proposal reads one.
-    double rest = 0.0;
-    const int64_t j =
-        p.group >= 0 && !is_exact(env, p.group) ? bounded_column(env, vocab, p, rest) : -1;
-    if (j >= 0) {
-      __builtin_prefetch(logits.data() + j);
+    if (p.column >= 0) {  // an exact group's columns were read for its sum
+      __builtin_prefetch(logits.data() + p.column);
     }
   }
 }
@@ -258,7 +258,7 @@ int32_t draw_proposals(std::span<const float> logits, float l_max, float tempera
         proposal < kProposalsAhead
             ? env.ahead[proposal]
             : place_of(env, vocab, proposal_uniform(seed, rng_counter, proposal) * env.total);
-    const int32_t token = decide(logits, l_max, temperature, env, p);
+    const int32_t token = decide(logits, l_max, temperature, p);
     if (token >= 0) {
       return token;
     }

@@ -40,10 +40,14 @@ inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probabilit
 inline constexpr int kProposalsAhead = 2;
 
 // Where t falls in an envelope: group g (-1: nowhere, t rounded past a segment) and the offset r
-// in [0, U_g).
+// in [0, U_g); in a bounded group also the column r picks (-1: rounding put it past the group)
+// and the rest of r its weight must exceed.
 struct ProposalPlace {
   int64_t group = -1;
   double r = 0.0;
+  bool exact = false;  // a group holding the row's max: its columns' weights are scanned
+  int64_t column = -1;
+  double rest = 0.0;
 };
 
 // A row's envelope: what its proposals draw from.
