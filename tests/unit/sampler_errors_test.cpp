@@ -96,27 +96,62 @@ TEST(SamplerErrors, InvalidParametersAreInvalidArguments) {
   }
 }
 
+// Ids a penalty reads are checked: each penalty alone finds the bad id in either list.
 TEST(SamplerErrors, InvalidTokenListsAndPointers) {
   static const std::vector<int32_t> out_of_range = {3, 10};
   static const std::vector<int32_t> negative = {-1};
-  expect_row_error(
-      [](ts_sampler_row& r) {
-        r.prompt_tokens = out_of_range.data();
-        r.n_prompt_tokens = 2;
-      },
-      TS_ERR_INVALID_ARGUMENT, "prompt_tokens[1] = 10");
-  expect_row_error(
-      [](ts_sampler_row& r) {
-        r.output_tokens = negative.data();
-        r.n_output_tokens = 1;
-      },
-      TS_ERR_INVALID_ARGUMENT, "output_tokens[0] = -1");
+  const std::vector<std::function<void(ts_sampling_params&)>> penalties = {
+      [](auto& p) { p.repetition_penalty = 1.2f; },
+      [](auto& p) { p.frequency_penalty = 0.5f; },
+      [](auto& p) { p.presence_penalty = -0.5f; },
+  };
+  for (size_t i = 0; i < penalties.size(); ++i) {
+    SCOPED_TRACE("penalty " + std::to_string(i));
+    const auto& penalty = penalties[i];
+    expect_row_error(
+        [&](ts_sampler_row& r) {
+          penalty(r.params);
+          r.prompt_tokens = out_of_range.data();
+          r.n_prompt_tokens = 2;
+        },
+        TS_ERR_INVALID_ARGUMENT, "prompt_tokens[1] = 10");
+    expect_row_error(
+        [&](ts_sampler_row& r) {
+          penalty(r.params);
+          r.output_tokens = negative.data();
+          r.n_output_tokens = 1;
+        },
+        TS_ERR_INVALID_ARGUMENT, "output_tokens[0] = -1");
+  }
   expect_row_error([](ts_sampler_row& r) { r.n_output_tokens = 3; }, TS_ERR_INVALID_ARGUMENT,
                    "output_tokens is NULL");
   expect_row_error([](ts_sampler_row& r) { r.n_prompt_tokens = -4; }, TS_ERR_INVALID_ARGUMENT,
                    "n_prompt_tokens = -4");
   expect_row_error([](ts_sampler_row& r) { r.logits = nullptr; }, TS_ERR_INVALID_ARGUMENT,
                    "logits is NULL");
+}
+
+// Without a penalty nothing reads the lists' ids (docs/sampler.md "Errors"): a row whose lists hold
+// ids outside the vocabulary samples the token the same row gives with clean lists.
+TEST(SamplerErrors, UnreadTokenIdsAreNotChecked) {
+  static const std::vector<int32_t> prompt = {3, 10};
+  static const std::vector<int32_t> output = {-1, 4};
+  const PluginInstance sampler = make_sampler(2);
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::vector<ts_sampler_row> rows = {make_row(kLogits, plain_params(seed), seed),
+                                        make_row(kLogits, plain_params(seed), seed)};
+    rows[1].prompt_tokens = prompt.data();
+    rows[1].n_prompt_tokens = static_cast<int64_t>(prompt.size());
+    rows[1].output_tokens = output.data();
+    rows[1].n_output_tokens = static_cast<int64_t>(output.size());
+    ResultBuffers out(rows.size(), 2);
+    const ts_status s =
+        call_sample(sampler, rows, static_cast<int32_t>(kLogits.size()), out.results);
+    ASSERT_EQ(s.code, TS_OK) << (s.message ? s.message : "(null)");
+    EXPECT_GE(out.results[0].token, 0);
+    EXPECT_EQ(out.results[1].token, out.results[0].token);
+  }
 }
 
 TEST(SamplerErrors, TheLowestFailingRowIsReportedWhateverTheThreads) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "penalties.hpp"
+
 namespace tessera::sampler {
 namespace {
 
@@ -52,15 +54,20 @@ RowError check_params(const ts_sampling_params& p) {
   return {};
 }
 
-RowError check_tokens(const char* what, const int32_t* tokens, int64_t n, int32_t vocab) {
+// The list's count and pointer; its ids too when `read` (a penalty will index by them).
+RowError check_tokens(const char* what, const int32_t* tokens, int64_t n, int32_t vocab,
+                      bool read) {
   if (n < 0) {
     return invalid(std::string("n_") + what + " = " + std::to_string(n) + " (must be >= 0)");
   }
   if (n > 0 && tokens == nullptr) {
     return invalid(std::string(what) + " is NULL with n_" + what + " = " + std::to_string(n));
   }
-  // Every row of every step carries its whole context: one branch-free pass (vectorised; an id
-  // is out of range iff it is >= vocab as unsigned), the message only when something is wrong.
+  if (!read) {
+    return {};
+  }
+  // One branch-free pass (vectorised; an id is out of range iff it is >= vocab as unsigned), the
+  // message only when something is wrong.
   uint32_t any_outside = 0;
   for (int64_t i = 0; i < n; ++i) {
     any_outside |=
@@ -86,11 +93,16 @@ RowError validate_row_arguments(const ts_sampler_row& row, int32_t vocab,
   if (RowError e = check_params(row.params); e.failed()) {
     return e;
   }
-  if (RowError e = check_tokens("prompt_tokens", row.prompt_tokens, row.n_prompt_tokens, vocab);
+  // Every row of every step carries its whole context, and only the penalties read it: checking
+  // each id of a 100k-token context would be a 400 KB pass per row per step for nothing.
+  const bool read = penalties_active(row.params);
+  if (RowError e =
+          check_tokens("prompt_tokens", row.prompt_tokens, row.n_prompt_tokens, vocab, read);
       e.failed()) {
     return e;
   }
-  if (RowError e = check_tokens("output_tokens", row.output_tokens, row.n_output_tokens, vocab);
+  if (RowError e =
+          check_tokens("output_tokens", row.output_tokens, row.n_output_tokens, vocab, read);
       e.failed()) {
     return e;
   }

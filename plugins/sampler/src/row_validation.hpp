@@ -17,7 +17,8 @@ struct RowError {
   [[nodiscard]] bool failed() const noexcept { return code != TS_OK; }
 };
 
-// Parameters, token lists and result arrays: TS_ERR_INVALID_ARGUMENT.
+// Parameters, token lists and result arrays: TS_ERR_INVALID_ARGUMENT. The lists' ids are checked
+// only when a penalty reads them (penalties_active); otherwise only their counts and pointers.
 [[nodiscard]] RowError validate_row_arguments(const ts_sampler_row& row, int32_t vocab,
                                               const ts_sampler_result& result);
 
