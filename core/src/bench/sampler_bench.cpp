@@ -84,14 +84,13 @@ RingHints ring_hints(const std::vector<float>& ring, int vocab) {
 // ring.
 double time_calls(const PluginInstance& sampler, const std::vector<float>& ring,
                   const RingHints* hints, size_t batches, int rows, int vocab,
-                  const Setting& setting, double budget) {
+                  const std::vector<int32_t>& context, const Setting& setting, double budget) {
   const auto& table = sampler.table<ts_sampler_table>();
   TS_CHECK(hints == nullptr ||
                (table.struct_size >= sizeof(ts_sampler_table) && table.sample_grouped != nullptr),
            "bench sampler: --hints groups needs a sampler with sample_grouped (ABI 1.2)");
   std::vector<ts_sampler_row> row_args(static_cast<size_t>(rows));
   std::vector<ts_sampler_result> results(static_cast<size_t>(rows));
-  const std::vector<int32_t> context = {1, 2, 3};
   long calls = 0;
   const auto t0 = std::chrono::steady_clock::now();
   double elapsed = 0;
@@ -136,11 +135,12 @@ std::string run_sampler_bench(const SamplerBenchOptions& options) {
       registry.create(plugin, options.sampler_options, ts_device{TS_DEVICE_CPU, 0, nullptr});
   const int threads_before = ops::compute_threads();
   std::string table = fmt::format(
-      "sampler `{}` {}, hints {}, {} rows per call; hot: the same rows every call (in cache, as "
-      "after the "
-      "vocabulary head), cold: rows from a 64 MiB ring\n\n| vocab | logit std | setting | threads "
+      "sampler `{}` {}, hints {}, {} rows per call, {} context tokens a row; hot: the same rows "
+      "every call (in cache, as after the vocabulary head), cold: rows from a 64 MiB ring\n\n| "
+      "vocab | logit std | setting | threads "
       "| hot µs per call | hot µs per row | cold µs per call |\n|---|---|---|---|---|---|---|\n",
-      options.sampler, options.sampler_options, options.hints, options.rows);
+      options.sampler, options.sampler_options, options.hints, options.rows,
+      options.context_tokens);
   for (const int vocab : options.vocab) {
     for (const double spread : options.logit_std) {
       // Enough batches that the ring (>= 64 MiB) does not stay in cache between calls.
@@ -157,13 +157,17 @@ std::string run_sampler_bench(const SamplerBenchOptions& options) {
         hints = ring_hints(ring, vocab);
       }
       const RingHints* h = options.hints == "groups" ? &hints : nullptr;
+      std::vector<int32_t> context(static_cast<size_t>(options.context_tokens));
+      for (size_t i = 0; i < context.size(); ++i) {
+        context[i] = static_cast<int32_t>((i * 7919 + 1) % static_cast<size_t>(vocab));
+      }
       for (const Setting& setting : kSettings) {
         for (const int threads : options.threads) {
           ops::set_compute_threads(threads);
-          const double hot = time_calls(sampler, ring, h, 1, options.rows, vocab, setting,
+          const double hot = time_calls(sampler, ring, h, 1, options.rows, vocab, context, setting,
                                         options.seconds_per_cell);
-          const double cold = time_calls(sampler, ring, h, batches, options.rows, vocab, setting,
-                                         options.seconds_per_cell);
+          const double cold = time_calls(sampler, ring, h, batches, options.rows, vocab, context,
+                                         setting, options.seconds_per_cell);
           table +=
               fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.1f} |\n", vocab, spread,
                           setting.name, threads, hot * 1e6, hot * 1e6 / options.rows, cold * 1e6);

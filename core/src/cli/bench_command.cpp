@@ -70,6 +70,12 @@ void add_bench_command(CLI::App& app) {
   sampler->add_option("--seconds", sampler_options->seconds_per_cell, "time per table cell")
       ->capture_default_str();
   sampler
+      ->add_option("--context-tokens", sampler_options->context_tokens,
+                   "tokens in each row's context (prompt_tokens), handed over every step as the "
+                   "engine does")
+      ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
+  sampler
       ->add_option("--hints", sampler_options->hints,
                    "none: sample(); groups: sample_grouped() with each row's scan and column-group "
                    "maxima, found beforehand as the vocabulary head finds them")
