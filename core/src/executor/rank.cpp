@@ -11,10 +11,18 @@ Rank::Rank(const dsv4::ModelConfig& config, const dsv4::ModelWeights& weights,
 
 void Rank::apply(const CacheOp& op) {
   switch (op.kind) {
-    case CacheOpKind::kCreate:
+    case CacheOpKind::kCreate: {
       TS_CHECK(!has_sequence(op.sequence), "sequence {} created twice", op.sequence);
-      sequences_.emplace(op.sequence, std::make_unique<SequenceKv>(config_, pools_));
+      std::unique_ptr<SequenceKv> kv;
+      if (spare_.empty()) {
+        kv = std::make_unique<SequenceKv>(config_, pools_);
+      } else {
+        kv = std::move(spare_.back());  // reset when it was freed
+        spare_.pop_back();
+      }
+      sequences_.emplace(op.sequence, std::move(kv));
       return;
+    }
     case CacheOpKind::kRestore: {
       TS_CHECK(!has_sequence(op.sequence), "sequence {} created twice", op.sequence);
       const auto it = snapshots_.find(op.snapshot);
@@ -23,9 +31,16 @@ void Rank::apply(const CacheOp& op) {
       sequences_.emplace(op.sequence, std::make_unique<SequenceKv>(config_, pools_, it->second));
       return;
     }
-    case CacheOpKind::kFree:
-      TS_CHECK(sequences_.erase(op.sequence) == 1, "free of unknown sequence {}", op.sequence);
+    case CacheOpKind::kFree: {
+      const auto it = sequences_.find(op.sequence);
+      TS_CHECK(it != sequences_.end(), "free of unknown sequence {}", op.sequence);
+      it->second->reset();  // its pages go back now, whether or not the object is kept
+      if (spare_.size() < kSpareSequences) {
+        spare_.push_back(std::move(it->second));
+      }
+      sequences_.erase(it);
       return;
+    }
     case CacheOpKind::kDropSnapshot:
       TS_CHECK(snapshots_.erase(op.snapshot) == 1, "drop of unknown snapshot {}", op.snapshot);
       return;

@@ -73,6 +73,24 @@ SequenceKv::~SequenceKv() {
   }
 }
 
+void SequenceKv::reset() {
+  for (Layer& layer : layers_) {
+    for_each_page(layer, &PagePool::release);
+    layer.window_pages.clear();
+    layer.window_first_page = 0;
+    layer.compressed_pages.clear();
+    layer.index_pages.clear();
+    layer.n_compressed = 0;
+    layer.compressor.reset();
+    layer.index_compressor.reset();
+  }
+  length_ = 0;
+  may_share_ = false;
+  windows_open_ = false;
+  pending_.clear();
+  ready_.clear();
+}
+
 void SequenceKv::for_each_page(const Layer& layer, void (PagePool::*op)(int32_t)) {
   for (const int32_t p : layer.window_pages) {
     (pools_.main.*op)(p);

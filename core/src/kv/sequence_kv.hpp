@@ -42,6 +42,11 @@ class SequenceKv {
   SequenceKv(const SequenceKv&) = delete;
   SequenceKv& operator=(const SequenceKv&) = delete;
 
+  // Back to an empty sequence, as a new SequenceKv(config, pools) is: every page released, no
+  // snapshot pending, the compressors' windows empty. The lists and compressor buffers keep their
+  // memory, so a rank reuses a finished sequence's object for the next one (executor/rank.hpp).
+  void reset();
+
   // Tokens whose kv is in the cache; the next token's position.
   int64_t length() const { return length_; }
   // After a forward: marks tokens cached, builds requested snapshots, frees old window pages.

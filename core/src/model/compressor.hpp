@@ -46,6 +46,13 @@ class CompressorState {
   CompressorSnapshot snapshot() const;
   // Continues from a snapshot taken at a window boundary of a state with the same ratio and dim.
   void restore(const CompressorSnapshot& snapshot);
+  // As constructed: no window open, no previous one (the buffers' stale values are never read:
+  // push writes every slot of a window before closing it, and the previous window is read only
+  // once a window closed).
+  void reset() {
+    pending_ = 0;
+    has_previous_ = false;
+  }
 
  private:
   int64_t ratio_ = 0;
