@@ -44,11 +44,13 @@ class Rank {
   dsv4::Model model_;
   std::unordered_map<uint64_t, std::unique_ptr<SequenceKv>> sequences_;
   // Freed sequences' objects, reset, for the next kCreate: building one (a page list and two
-  // compressor windows per layer) and destroying it took ~7k and ~8k cycles on the 50m preset,
-  // ~1.3 of each per step of the 64-sequence engine bench. A few cover a step's turnover; each
-  // keeps its compressor buffers (~0.5 MB on the 50m preset, ~12 MB on DeepSeek-V4-Flash).
-  static constexpr size_t kSpareSequences = 4;
+  // compressor windows per layer) and destroying it took ~7k and ~6k cycles on the 50m preset.
+  // Requests of one length admitted together also finish together, so a step's turnover can be
+  // a whole batch: the objects kept are bounded by their compressor buffers (~0.5 MB each on the
+  // 50m preset, so 128 of them; ~12 MB on DeepSeek-V4-Flash, 5).
+  static constexpr int64_t kSpareBytes = int64_t{64} << 20;
   std::vector<std::unique_ptr<SequenceKv>> spare_;
+  int64_t spare_bytes_ = 0;
   std::unordered_map<uint64_t, PrefixSnapshot> snapshots_;
 };
 

@@ -389,6 +389,14 @@ PrefixSnapshot SequenceKv::build_snapshot(const PendingSnapshot& pending) {
 
 std::vector<PrefixSnapshot> SequenceKv::take_snapshots() { return std::exchange(ready_, {}); }
 
+int64_t SequenceKv::compressor_bytes() const {
+  int64_t n = 0;
+  for (const Layer& l : layers_) {
+    n += l.compressor.state_bytes() + l.index_compressor.state_bytes();
+  }
+  return n;
+}
+
 int64_t SequenceKv::pages_held() const {
   int64_t n = 0;
   for (const Layer& l : layers_) {

@@ -97,6 +97,8 @@ class SequenceKv {
   std::vector<PrefixSnapshot> take_snapshots();
 
   int64_t pages_held() const;
+  // The compressors' window buffers (what a kept object holds besides its lists).
+  int64_t compressor_bytes() const;
 
  private:
   struct Layer {
