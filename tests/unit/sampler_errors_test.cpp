@@ -105,23 +105,22 @@ TEST(SamplerErrors, InvalidTokenListsAndPointers) {
       [](auto& p) { p.frequency_penalty = 0.5f; },
       [](auto& p) { p.presence_penalty = -0.5f; },
   };
+  // The row's prompt list (prompt = true) or output list set to `ids`.
+  const auto with_list = [](bool prompt, const std::vector<int32_t>& ids, ts_sampler_row& r) {
+    (prompt ? r.prompt_tokens : r.output_tokens) = ids.data();
+    (prompt ? r.n_prompt_tokens : r.n_output_tokens) = static_cast<int64_t>(ids.size());
+  };
   for (size_t i = 0; i < penalties.size(); ++i) {
     SCOPED_TRACE("penalty " + std::to_string(i));
-    const auto& penalty = penalties[i];
-    expect_row_error(
-        [&](ts_sampler_row& r) {
-          penalty(r.params);
-          r.prompt_tokens = out_of_range.data();
-          r.n_prompt_tokens = 2;
-        },
-        TS_ERR_INVALID_ARGUMENT, "prompt_tokens[1] = 10");
-    expect_row_error(
-        [&](ts_sampler_row& r) {
-          penalty(r.params);
-          r.output_tokens = negative.data();
-          r.n_output_tokens = 1;
-        },
-        TS_ERR_INVALID_ARGUMENT, "output_tokens[0] = -1");
+    for (const bool prompt : {true, false}) {
+      const std::vector<int32_t>& ids = prompt ? out_of_range : negative;
+      expect_row_error(
+          [&](ts_sampler_row& r) {
+            penalties[i](r.params);
+            with_list(prompt, ids, r);
+          },
+          TS_ERR_INVALID_ARGUMENT, prompt ? "prompt_tokens[1] = 10" : "output_tokens[0] = -1");
+    }
   }
   expect_row_error([](ts_sampler_row& r) { r.n_output_tokens = 3; }, TS_ERR_INVALID_ARGUMENT,
                    "output_tokens is NULL");

@@ -18,8 +18,9 @@ namespace {
 
 std::vector<int32_t> tokens_from(int32_t seed, int64_t n, int64_t vocab) {
   std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
+  for (int64_t i = 0; i < n; ++i) {
     t[static_cast<size_t>(i)] = static_cast<int32_t>((seed + 37 * i) % vocab);
+  }
   return t;
 }
 
@@ -40,15 +41,18 @@ std::vector<StepView> run(Runtime& rt, SequenceKv& seq, std::span<const int32_t>
     const dsv4::Logits logits = rt.model().forward(batch);
     StepView v;
     v.logits.assign(logits.row(0), logits.row(0) + logits.vocab);
-    for (int64_t l = 0; l < rt.model_config().num_layers; ++l)
+    for (int64_t l = 0; l < rt.model_config().num_layers; ++l) {
       v.compressed.push_back(seq.n_compressed(l));
+    }
     const PageDemand d = seq.pages_needed(1);
     v.main_pages = d.main;
     v.indexer_pages = d.indexer;
     views.push_back(std::move(v));
   };
   step(prompt);
-  for (const int32_t t : decode) step(std::span<const int32_t>(&t, 1));
+  for (const int32_t t : decode) {
+    step(std::span<const int32_t>(&t, 1));
+  }
   return views;
 }
 
