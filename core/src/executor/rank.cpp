@@ -19,7 +19,6 @@ void Rank::apply(const CacheOp& op) {
       } else {
         kv = std::move(spare_.back());  // reset when it was freed
         spare_.pop_back();
-        spare_bytes_ -= kv->compressor_bytes();
       }
       sequences_.emplace(op.sequence, std::move(kv));
       return;
@@ -36,9 +35,9 @@ void Rank::apply(const CacheOp& op) {
       const auto it = sequences_.find(op.sequence);
       TS_CHECK(it != sequences_.end(), "free of unknown sequence {}", op.sequence);
       it->second->reset();  // its pages go back now, whether or not the object is kept
-      if (const int64_t bytes = it->second->compressor_bytes();
-          spare_bytes_ + bytes <= kSpareBytes) {
-        spare_bytes_ += bytes;
+      // Every object of a rank holds buffers of the same size (one model config).
+      const auto kept = static_cast<int64_t>(spare_.size()) + 1;
+      if (kept * it->second->compressor_bytes() <= kSpareBytes) {
         spare_.push_back(std::move(it->second));
       }
       sequences_.erase(it);

@@ -50,7 +50,6 @@ class Rank {
   // 50m preset, so 128 of them; ~12 MB on DeepSeek-V4-Flash, 5).
   static constexpr int64_t kSpareBytes = int64_t{64} << 20;
   std::vector<std::unique_ptr<SequenceKv>> spare_;
-  int64_t spare_bytes_ = 0;
   std::unordered_map<uint64_t, PrefixSnapshot> snapshots_;
 };
 
