@@ -47,6 +47,35 @@ TEST(EngineGenerationGuard, GreedyLoopFinishesWithRepetition) {
   EXPECT_EQ(engine::finish_reason_name(*out[0].finish), std::string("repetition"));
   EXPECT_GE(out[0].usage.repetition_hits, 1);
   EXPECT_LT(out[0].tokens.size(), 600u);
+  EXPECT_EQ(out[0].usage.completion_tokens, static_cast<int64_t>(out[0].tokens.size()));
+}
+
+// The guard runs in the output stage, a step after the loop decided the token: a "stop" request
+// must still end at the very token where a guard fed the same tokens first fires. The same
+// request in "warn" mode runs on (same greedy tokens); a guard built here over its tokens says
+// where the stop belongs.
+TEST(EngineGenerationGuard, RepetitionStopEndsAtTheFirstHit) {
+  const engine::EngineOptions eo = guard_options("off");
+  ShippedEngine e(eo);
+  auto stop = engine_test::greedy(e.tok.encode("Apple (n.)"), 600);
+  stop.ignore_eos = false;
+  stop.repetition_guard = "stop";
+  auto warn = stop;
+  warn.repetition_guard = "warn";
+  const auto out = engine_test::run_all(e.engine, {stop, warn});
+  ASSERT_TRUE(out[0].finish && out[1].finish);
+  ASSERT_EQ(*out[0].finish, engine::FinishReason::kRepetition);
+  generation::RepetitionGuard guard(eo.repetition,
+                                    [&](int32_t id) { return e.tok.token_bytes(id); });
+  size_t first_hit = 0;
+  while (first_hit < out[1].tokens.size() && !guard.push(out[1].tokens[first_hit])) ++first_hit;
+  ASSERT_LT(first_hit, out[1].tokens.size()) << "the warn run never repeats";
+  const std::vector<int32_t> expected(out[1].tokens.begin(),
+                                      out[1].tokens.begin() + static_cast<int64_t>(first_hit) + 1);
+  EXPECT_EQ(out[0].tokens, expected);
+  EXPECT_EQ(out[0].usage.completion_tokens, static_cast<int64_t>(expected.size()));
+  EXPECT_EQ(out[0].usage.repetition_hits, 1);
+  EXPECT_EQ(out[0].events_after_finish, 0);
 }
 
 TEST(EngineGenerationGuard, WarnModeOnlyCounts) {
@@ -68,7 +97,8 @@ TEST(EngineGenerationGuard, ReasoningBudgetClosesThinking) {
   chat::EncodeOptions chat_options;
   chat_options.thinking_mode = chat::ThinkingMode::kThinking;
   const std::string prompt = chat::encode_messages(
-      chat::Json::array({chat::Json{{"role", "user"}, {"content", "What is 20 - 6?"}}}), chat_options);
+      chat::Json::array({chat::Json{{"role", "user"}, {"content", "What is 20 - 6?"}}}),
+      chat_options);
   const int32_t think_end = *e.tok.token_to_id("</think>");
   std::vector<engine::Request> requests;
   for (int64_t budget : {3, 6}) {

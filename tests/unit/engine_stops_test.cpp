@@ -189,6 +189,55 @@ TEST_F(EngineStops, ManySequencesStopAsEachDoesAlone) {
   EXPECT_GE(stopped, 8) << "the stop strings were not matched in the batch";
 }
 
+// The output stage finds stop strings one step after the loop decided the token (output_stage.hpp):
+// the sequence must still end at the token whose text completes the stop string, never one later,
+// and its usage must count exactly the tokens delivered. 16 requests share the steps, on one
+// compute thread (the stage renders on the loop) and on two (it renders on the helper while the
+// next forward runs). The expected end is found by decoding the free run's tokens.
+TEST_F(EngineStops, StopStringEndsAtTheTokenThatCompletesIt) {
+  const auto& tok = engine_test::test_tokenizer();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    engine::EngineOptions o = engine_test::engine_options();
+    o.threads = threads;
+    auto e = make(o);
+    std::vector<engine::Request> requests;
+    std::vector<std::vector<int32_t>> expected;
+    for (uint64_t seed = 200; seed < 240 && requests.size() < 16; ++seed) {
+      auto r = engine_test::greedy(engine_test::make_prompt(seed, 10), 24);
+      const auto free_run = engine_test::run_all(e, {r})[0];
+      // Three printable ASCII characters from the second half of the text.
+      const std::string& text = free_run.text;
+      std::string stop;
+      for (size_t at = text.size() / 2; at + 3 <= text.size() && stop.empty(); ++at) {
+        const std::string cut = text.substr(at, 3);
+        if (std::all_of(cut.begin(), cut.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+          stop = cut;
+      }
+      if (stop.empty()) continue;
+      // The first k tokens whose text (HF-style decode) holds it.
+      size_t k = 1;
+      while (tok.decode(std::span(free_run.tokens).first(k)).find(stop) == std::string::npos) ++k;
+      r.stop = {stop};
+      requests.push_back(r);
+      expected.emplace_back(free_run.tokens.begin(), free_run.tokens.begin() + k);
+    }
+    ASSERT_GE(requests.size(), 8u) << "too few plain-ASCII outputs";
+    const auto out = engine_test::run_all(e, requests);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i) + ", stop `" + requests[i].stop[0] + "`");
+      EXPECT_EQ(out[i].tokens, expected[i]);
+      EXPECT_EQ(out[i].usage.completion_tokens, static_cast<int64_t>(out[i].tokens.size()));
+      ASSERT_TRUE(out[i].finish.has_value());
+      EXPECT_EQ(*out[i].finish, engine::FinishReason::kStop);
+      EXPECT_EQ(out[i].stop_string, requests[i].stop[0]);
+      EXPECT_EQ(out[i].events_after_finish, 0);
+    }
+    const engine::EngineStats stats = e.stats();
+    EXPECT_EQ(stats.main_pages_free, stats.main_pages_total);
+  }
+}
+
 TEST_F(EngineStops, MaxTokensAndContextLimit) {
   engine::EngineOptions o = engine_test::engine_options();
   o.max_context = 64;

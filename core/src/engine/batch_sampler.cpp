@@ -29,9 +29,9 @@ ts_sampling_params resolve_sampling(const Request& request, const SamplingDefaul
   return p;
 }
 
-std::span<const SampledToken> BatchSampler::sample(std::span<Sequence* const> sequences,
-                                                   const dsv4::Logits& logits,
-                                                   std::span<const int64_t> rows) {
+std::span<SampledToken> BatchSampler::sample(std::span<Sequence* const> sequences,
+                                             const dsv4::Logits& logits,
+                                             std::span<const int64_t> rows) {
   const size_t n = sequences.size();
   rows_.resize(n);
   results_.resize(n);

@@ -33,9 +33,9 @@ class BatchSampler {
 
   // rows[i] is the logits row of sequences[i]; its draw index is its output length. A row the
   // plugin could not sample has token -1, and last_error() says why. The result is valid until
-  // the next call (the buffers are reused from step to step).
-  std::span<const SampledToken> sample(std::span<Sequence* const> sequences,
-                                       const dsv4::Logits& logits, std::span<const int64_t> rows);
+  // the next call (the buffers are reused from step to step; the caller may move from them).
+  std::span<SampledToken> sample(std::span<Sequence* const> sequences, const dsv4::Logits& logits,
+                                 std::span<const int64_t> rows);
   const std::string& last_error() const { return last_error_; }
 
  private:

@@ -88,6 +88,7 @@ Engine::Engine(Runtime& runtime, const EngineOptions& options,
   loop_stats_.indexer_pages_total = runtime.pools().indexer.total_pages();
   publish_stats();
   dispatcher_ = std::make_unique<EventDispatcher>();
+  output_ = std::make_unique<OutputStage>(*dispatcher_);
   loop_thread_ = std::thread([this] { loop(); });
 }
 
@@ -98,6 +99,7 @@ Engine::~Engine() {
   }
   wake_.notify_all();
   loop_thread_.join();
+  output_.reset();
   dispatcher_.reset();  // delivers the last events
 }
 
@@ -223,7 +225,7 @@ void Engine::loop() {
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] {
-        return stopping_ || !inbox_.empty() || !aborts_.empty() ||
+        return stopping_ || !inbox_.empty() || !aborts_.empty() || output_->has_pending() ||
                (!failed_ && scheduler_->running() + scheduler_->waiting() > 0);
       });
       if (stopping_) break;
@@ -234,7 +236,6 @@ void Engine::loop() {
     // scheduling, publishing the stats and posting the events as output (they land in the stats
     // published by the next iteration).
     const auto t_awake = Clock::now();
-    Deliveries out;
     for (auto& seq : incoming) {
       Sequence* s = seq.get();
       sequences_.emplace(s->id, std::move(seq));
@@ -245,21 +246,28 @@ void Engine::loop() {
       if (it == sequences_.end() || it->second->state == SequenceState::kFinished) continue;
       Event ev;
       ev.request_id = id;
-      finish(*it->second, FinishReason::kAbort, std::move(ev), out);
+      finish(*it->second, FinishReason::kAbort, std::move(ev));
     }
     const double admitting = seconds(Clock::now() - t_awake);
     loop_stats_.schedule_seconds += admitting;
     loop_stats_.host_seconds += admitting;
+    bool forwarded = false;
     if (!failed_ && scheduler_->running() + scheduler_->waiting() > 0) {
       try {
-        run_step(out);
+        forwarded = run_step();
       } catch (const std::exception& e) {  // a bug, not a request's fault: fail what is in flight
         spdlog::error("engine: step failed: {}", e.what());
-        fail_all(std::string("engine step failed: ") + e.what(), out);
+        fail_all(std::string("engine step failed: ") + e.what());
       }
     }
-    // Stats first: a client that sees an event also sees the state that produced it.
+    // No forward to hide it behind: this iteration's events (and any left from the last step)
+    // are rendered here, and posted after the stats.
     const auto t_publish = Clock::now();
+    Deliveries out;
+    if (!forwarded && output_->has_pending()) {
+      absorb(output_->run_here(out));
+    }
+    // Stats first: a client that sees an event also sees the state that produced it.
     publish_stats();
     if (dispatcher_->queue(std::move(out))) {
       // Waking the dispatcher thread costs this thread 10-40 us on a small VM (it preempts us); a
@@ -271,13 +279,17 @@ void Engine::loop() {
     loop_stats_.output_seconds += publishing;
     loop_stats_.host_seconds += publishing;
   }
+  fail_all("");  // shutdown: everything in flight ends with "abort"
   Deliveries out;
-  fail_all("", out);  // shutdown: everything in flight ends with "abort"
+  while (output_->has_pending()) {
+    absorb(output_->run_here(out));
+  }
   publish_stats();
   dispatcher_->post(std::move(out));
 }
 
-void Engine::fail_all(const std::string& error, Deliveries& out) {
+void Engine::fail_all(const std::string& error) {
+  absorb(output_->wait());  // a step that threw may have left a batch rendering
   std::vector<std::unique_ptr<Sequence>> queued;
   {
     std::lock_guard lock(mutex_);
@@ -292,11 +304,11 @@ void Engine::fail_all(const std::string& error, Deliveries& out) {
     Event ev;
     ev.request_id = id;
     ev.error = error;
-    finish(*seq, error.empty() ? FinishReason::kAbort : FinishReason::kError, std::move(ev), out);
+    finish(*seq, error.empty() ? FinishReason::kAbort : FinishReason::kError, std::move(ev));
   }
 }
 
-void Engine::finish(Sequence& s, FinishReason reason, Event event, Deliveries& out) {
+void Engine::retire(Sequence& s) {
   if (s.state != SequenceState::kFinished) {
     try {
       scheduler_->remove(&s);
@@ -305,19 +317,30 @@ void Engine::finish(Sequence& s, FinishReason reason, Event event, Deliveries& o
     }
   }
   s.state = SequenceState::kFinished;
-  event.finish = reason;
-  event.usage.prompt_tokens = s.n_prompt;
-  event.usage.completion_tokens = s.n_output();
-  event.usage.cached_tokens = s.cached_tokens;
-  event.usage.reasoning_tokens = s.reasoning_tokens;
-  event.usage.repetition_hits = s.repetition_hits;
-  if (s.first_scheduled) event.usage.queue_seconds = seconds(*s.first_scheduled - s.submitted);
-  out.push_back({s.on_event, std::move(event)});
   finished_.push_back(s.id);  // leaves in_flight when the stats are published
   ++loop_stats_.finished;
 }
 
-void Engine::run_step(Deliveries& out) {
+void Engine::finish(Sequence& s, FinishReason reason, Event event) {
+  retire(s);
+  event.finish = reason;
+  event.usage = usage_of(s);
+  output_->pending().finished.push_back({&s, std::move(event), false});
+}
+
+void Engine::absorb(OutputStage::Results& results) {
+  loop_stats_.repetition_hits += results.repetition_hits;
+  loop_stats_.deferred_output_seconds += results.helper_seconds;
+  for (OutputStage::Finished& f : results.late) {
+    // Ended by the loop meanwhile (an abort, an error): that final event stands.
+    if (f.seq->state == SequenceState::kFinished) continue;
+    retire(*f.seq);
+    output_->pending().finished.push_back(std::move(f));
+  }
+  results = {};
+}
+
+bool Engine::run_step() {
   const auto t0 = Clock::now();
   ScheduledStep& step = step_;
   scheduler_->schedule(step);
@@ -328,103 +351,94 @@ void Engine::run_step(Deliveries& out) {
         "the request does not fit in the kv cache even alone ({} + {} pages); raise "
         "kv_cache.memory_gib",
         runtime_.pools().main.total_pages(), runtime_.pools().indexer.total_pages());
-    finish(*s, FinishReason::kError, std::move(ev), out);
+    finish(*s, FinishReason::kError, std::move(ev));
   }
-  if (step.chunks.empty()) return;
+  if (step.chunks.empty()) return false;
   for (Sequence* s : step.sequences) {
     if (!s->first_scheduled) s->first_scheduled = t0;  // vLLM's queue time ends here
   }
   const auto t1 = Clock::now();
+  output_->start();  // the last step's text renders while this forward runs (or here, at once)
+  const auto t_forward = Clock::now();
   dsv4::Logits logits;
   try {
     logits = executor_->step(step.chunks);
   } catch (const std::exception& e) {
     spdlog::error("engine: forward failed: {}", e.what());
+    absorb(output_->wait());
     scheduler_->abandon(step);
     for (Sequence* s : step.sequences) {
+      if (s->state == SequenceState::kFinished) continue;  // its text ended it
       Event ev;
       ev.request_id = s->id;
       ev.error = std::string("forward failed: ") + e.what();
-      finish(*s, FinishReason::kError, std::move(ev), out);
+      finish(*s, FinishReason::kError, std::move(ev));
     }
     if (executor_->failed()) {
       {
         std::lock_guard lock(mutex_);
         failed_ = true;
       }
-      fail_all("the tensor-parallel executor failed", out);
+      fail_all("the tensor-parallel executor failed");
     }
-    return;
+    return true;
   }
   const auto t2 = Clock::now();
   scheduler_->complete(step);
+  absorb(output_->wait());  // late finishes: their rows of this step are not sampled
 
   ready_.clear();
   ready_rows_.clear();
   int64_t batched = 0;
   for (size_t i = 0; i < step.sequences.size(); ++i) {
     batched += static_cast<int64_t>(step.chunks[i].tokens.size());
-    if (step.sequences[i]->pending_tokens() != 0) continue;  // prefill continues next step
-    ready_.push_back(step.sequences[i]);
+    Sequence* s = step.sequences[i];
+    if (s->state == SequenceState::kFinished || s->pending_tokens() != 0) continue;
+    ready_.push_back(s);
     ready_rows_.push_back(logits.chunk_rows[i]);
   }
-  auto t_sampled = t2;
+  auto t_sampled = Clock::now();
   if (!ready_.empty()) {
-    const std::span<const SampledToken> tokens = sampler_->sample(ready_, logits, ready_rows_);
+    const std::span<SampledToken> tokens = sampler_->sample(ready_, logits, ready_rows_);
     t_sampled = Clock::now();
-    deliver_tokens(tokens, out);
+    decide_tokens(tokens);
   }
   const auto t3 = Clock::now();
   loop_stats_.schedule_seconds += seconds(t1 - t0);
   loop_stats_.sample_seconds += seconds(t_sampled - t2);
-  loop_stats_.output_seconds += seconds(t3 - t_sampled);
+  loop_stats_.output_seconds += seconds(t_forward - t1) + seconds(t3 - t_sampled);
   ++loop_stats_.steps;
   loop_stats_.batched_tokens += batched;
-  loop_stats_.forward_seconds += seconds(t2 - t1);
-  loop_stats_.host_seconds += seconds(t1 - t0) + seconds(t3 - t2);
+  loop_stats_.forward_seconds += seconds(t2 - t_forward);
+  loop_stats_.host_seconds += seconds(t_forward - t0) + seconds(t3 - t2);
+  return true;
 }
 
-void Engine::deliver_tokens(std::span<const SampledToken> tokens, Deliveries& out) {
+void Engine::decide_tokens(std::span<SampledToken> tokens) {
   const TokenRules rules{&eos_, think_end_, options_.min_answer_tokens};
-  out.reserve(out.size() + ready_.size());
-  // Each sequence's state is asked for kAhead sequences before its turn, what it points to half
-  // that (token_output.hpp).
+  std::vector<DecidedToken>& decided = output_->pending().tokens;
+  decided.reserve(ready_.size());
+  // Each sequence's state is asked for kAhead sequences before its turn, its token tail half that
+  // (token_output.hpp).
   constexpr size_t kAhead = 8;
   const size_t n = ready_.size();
-  // The second level also asks for the sampled token's row of the tokenizer's table.
-  const auto prefetch_second = [&](size_t j) {
-    const Sequence& ahead = *ready_[j];
-    prefetch_token_state(ahead, 2);
-    if (ahead.detokenizer) {
-      ahead.detokenizer->prefetch(tokens[j].token);
-    }
-  };
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) prefetch_token_state(*ready_[i], 1);
-  for (size_t i = 0; i < std::min(n, kAhead / 2); ++i) {
-    prefetch_second(i);
-  }
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) prefetch_decide_state(*ready_[i], 1);
+  for (size_t i = 0; i < std::min(n, kAhead / 2); ++i) prefetch_decide_state(*ready_[i], 2);
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) prefetch_token_state(*ready_[i + kAhead], 1);
-    if (i + kAhead / 2 < n) {
-      prefetch_second(i + kAhead / 2);
-    }
+    if (i + kAhead < n) prefetch_decide_state(*ready_[i + kAhead], 1);
+    if (i + kAhead / 2 < n) prefetch_decide_state(*ready_[i + kAhead / 2], 2);
     Sequence& s = *ready_[i];
     if (tokens[i].token < 0) {
       Event ev;
       ev.request_id = s.id;
       ev.error =
           sampler_->last_error().empty() ? "the sampler returned no token" : sampler_->last_error();
-      finish(s, FinishReason::kError, std::move(ev), out);
+      finish(s, FinishReason::kError, std::move(ev));
       continue;
     }
-    TokenOutcome o = apply_token(s, tokens[i], rules);
+    decided.push_back(decide_token(s, tokens[i], rules));
     ++loop_stats_.generated_tokens;
-    if (o.repetition_hit) ++loop_stats_.repetition_hits;
-    if (o.finish) {
-      finish(s, *o.finish, std::move(o.event), out);
-    } else {
-      out.push_back({s.on_event, std::move(o.event)});
-    }
+    if (decided.back().final()) retire(s);
   }
 }
 
@@ -444,7 +458,8 @@ void Engine::publish_stats() {
   loop_stats_.failed = failed_;
   stats_ = loop_stats_;
   in_flight_ -= static_cast<int64_t>(finished_.size());
-  for (uint64_t id : finished_) sequences_.erase(id);
+  for (uint64_t id : erasable_) sequences_.erase(id);
+  erasable_.swap(finished_);
   finished_.clear();
   if (in_flight_ == 0) idle_.notify_all();
 }

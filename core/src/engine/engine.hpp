@@ -2,8 +2,9 @@
 // stream of events; one engine-loop thread owns the scheduler, the prefix cache, rank 0 of the
 // tensor-parallel executor and every Sequence. Per step the loop takes new requests and aborts,
 // schedules (continuous batching with chunked prefill mixed into decode), runs the model on every
-// rank, samples rank 0's logits through the sampler plugin, applies stops and streams events.
-// Events are delivered on a separate dispatcher thread.
+// rank, samples rank 0's logits through the sampler plugin and applies the token stops; the text
+// side of the events (detokenization, stop strings) is rendered one step behind, while the next
+// forward runs (output_stage.hpp). Events are delivered on a separate dispatcher thread.
 //
 // Thread-safety: submit(), abort(), stats(), wait_idle() and the accessors may be called from any
 // thread at any time. Destroying the engine aborts what is in flight (finish reason "abort").
@@ -21,6 +22,7 @@
 #include "engine/batch_sampler.hpp"
 #include "engine/engine_options.hpp"
 #include "engine/event_dispatcher.hpp"
+#include "engine/output_stage.hpp"
 #include "engine/prefix_cache.hpp"
 #include "engine/request.hpp"
 #include "engine/scheduler.hpp"
@@ -52,8 +54,12 @@ struct EngineStats {
   double host_seconds = 0;      // the loop's other time while it has work (never its waits)
   double schedule_seconds = 0;  // parts of host_seconds: admissions, aborts, the step's plan
   double sample_seconds = 0;    // the sampler plugin
-  double output_seconds = 0;    // detokenization, stops, events, publishing stats and events
-  bool failed = false;          // a tensor-parallel rank failed: no new requests
+  double output_seconds = 0;    // token stops, events, publishing stats and events
+  // Not host time: rendering the text of events (detokenization, stop strings, the repetition
+  // guard) on the loop's compute helper while the next forward runs (output_stage.hpp). When it
+  // runs on the loop instead (no helper, or no forward follows), it is in output_seconds.
+  double deferred_output_seconds = 0;
+  bool failed = false;  // a tensor-parallel rank failed: no new requests
 };
 
 class Engine {
@@ -88,11 +94,18 @@ class Engine {
   using Deliveries = std::vector<EventDispatcher::Delivery>;
   void validate(const Request& r) const;
   void loop();
-  void run_step(Deliveries& out);
-  // The step's sampled tokens into its sequences and events (ready_ order).
-  void deliver_tokens(std::span<const SampledToken> tokens, Deliveries& out);
-  void finish(Sequence& s, FinishReason reason, Event event, Deliveries& out);
-  void fail_all(const std::string& error, Deliveries& out);
+  // One step: schedule, forward (the previous step's output renders meanwhile), sample, decide.
+  // False when no forward ran.
+  bool run_step();
+  // The step's sampled tokens into their sequences (ready_ order); their text renders next step.
+  void decide_tokens(std::span<SampledToken> tokens);
+  // The output stage's findings: late finishes (retired here), counters.
+  void absorb(OutputStage::Results& results);
+  // Takes s out of the scheduler (frees its pages) and counts it finished; its final event is
+  // the caller's to queue.
+  void retire(Sequence& s);
+  void finish(Sequence& s, FinishReason reason, Event event);
+  void fail_all(const std::string& error);
   void publish_stats();
 
   Runtime& runtime_;
@@ -109,7 +122,9 @@ class Engine {
 
   // Engine loop thread only.
   std::unordered_map<uint64_t, std::unique_ptr<Sequence>> sequences_;
-  std::vector<uint64_t> finished_;   // erased after each step
+  std::vector<uint64_t> finished_;   // leave in_flight at the next publish
+  std::vector<uint64_t> erasable_;   // finished before the last publish: erased at the next one,
+                                     // once the output stage has rendered their last events
   ScheduledStep step_;               // run_step scratch: the step (buffers kept across steps)
   std::vector<Sequence*> ready_;     // run_step scratch: sequences sampled this step
   std::vector<int64_t> ready_rows_;  // [ready_] their logits rows
@@ -127,6 +142,7 @@ class Engine {
   EngineStats stats_;
 
   std::unique_ptr<EventDispatcher> dispatcher_;
+  std::unique_ptr<OutputStage> output_;  // engine loop thread only
   std::thread loop_thread_;
 };
 

@@ -1,7 +1,8 @@
 // `tessera bench engine`: drives requests through the real engine (scheduler, executor, sampler
 // plugin, detokenizer, event dispatcher) at several concurrency levels, closed loop (a finished
 // request is replaced at once), and reports throughput, TTFT / TPOT percentiles and the host
-// overhead per step (step time outside the model forward). Targets live in docs/perf.md, not in
+// overhead per step (step time outside the model forward), and beside it the output work done off
+// the loop, overlapping the forward. Targets live in docs/perf.md, not in
 // tests.
 #pragma once
 
@@ -57,6 +58,9 @@ struct EngineBenchRow {
   double host_us_per_step = 0;
   double schedule_us_per_step = 0, sample_us_per_step = 0, output_us_per_step = 0;
   double host_percent = 0;
+  // Not host time: the events' text (detokenization, stop strings, the repetition guard) rendered
+  // on the loop's compute helper while the next forward runs (engine/output_stage.hpp).
+  double deferred_output_us_per_step = 0;
   std::vector<double> round_tokens_per_second;  // one per round
   // Measured before each round's run (bench/thread_handoff.hpp): on a VM whose two vCPUs now share
   // an L3 and now do not, these tell the two placements apart.

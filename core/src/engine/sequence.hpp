@@ -1,6 +1,8 @@
 // The engine loop's record of one request: its tokens (prompt + output so far), how many of them
 // are in the cache on the ranks, its place in the prefix-cache tree, and its output state
-// (detokenizer, stop matcher, counters). Owned and touched only by the engine loop thread.
+// (detokenizer, stop matcher, counters). Owned by the engine loop thread; its text state (below) is
+// touched only by the output stage, which renders on the loop's compute helper while a forward
+// runs (output_stage.hpp). The loop reads the rest of a sequence meanwhile, never the text state.
 #pragma once
 
 #include <chrono>
@@ -48,12 +50,16 @@ struct Sequence {
   int64_t cursor_length = 0;
   bool cursor_valid = true;
 
+  // Text state (the output stage's): detokenizer, stop strings, the degeneration guard
+  // (docs/generation.md; it needs a tokenizer). Set at submit, then read-only: request,
+  // on_event, params, stop_on_repetition.
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detokenizer;
   StopMatcher stops;
-  // Degeneration and thinking budget (docs/generation.md); the guard needs a tokenizer.
   std::optional<generation::RepetitionGuard> guard;
   bool stop_on_repetition = false;
   int64_t repetition_hits = 0;
+
+  // Thinking budget (the loop's: decide_token).
   bool in_reasoning = false;  // the prompt opened <think> and no </think> came yet
   int64_t reasoning_tokens = 0;
   int64_t max_reasoning_tokens = 0;  // 0: unlimited

@@ -1,6 +1,7 @@
 #include "engine/token_output.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -37,21 +38,33 @@ int32_t after_reasoning_budget(Sequence& s, int32_t token, const TokenRules& rul
 
 }  // namespace
 
-void prefetch_token_state(const Sequence& s, int level) {
+Usage usage_of(const Sequence& s) {
+  Usage u;
+  u.prompt_tokens = s.n_prompt;
+  u.completion_tokens = s.n_output();
+  u.cached_tokens = s.cached_tokens;
+  u.reasoning_tokens = s.reasoning_tokens;
+  if (s.first_scheduled) {
+    u.queue_seconds = std::chrono::duration<double>(*s.first_scheduled - s.submitted).count();
+  }
+  return u;
+}
+
+void prefetch_decide_state(const Sequence& s, int level) {
   if (level == 1) {
     __builtin_prefetch(&s.id);
     __builtin_prefetch(&s.request.ignore_eos);
     __builtin_prefetch(&s.request.stop_token_ids);
-    __builtin_prefetch(&s.on_event);
     __builtin_prefetch(&s.tokens);
-    __builtin_prefetch(&s.detokenizer);
-    __builtin_prefetch(&s.stops);
-    __builtin_prefetch(&s.guard);
     __builtin_prefetch(&s.max_reasoning_tokens);
     return;
   }
   __builtin_prefetch(s.tokens.data() + s.tokens.size(), 1);
+}
+
+void prefetch_render_state(const Sequence& s) {
   __builtin_prefetch(s.detokenizer.get());
+  __builtin_prefetch(&s.stops);
   __builtin_prefetch(s.on_event.get());
   if (s.guard && !s.guard->tokens().empty()) {
     const std::vector<int32_t>& g = s.guard->tokens();
@@ -65,24 +78,38 @@ void prefetch_token_state(const Sequence& s, int level) {
   }
 }
 
-TokenOutcome apply_token(Sequence& s, const SampledToken& t, const TokenRules& rules) {
+DecidedToken decide_token(Sequence& s, SampledToken& t, const TokenRules& rules) {
+  DecidedToken d;
+  d.seq = &s;
+  d.token = after_reasoning_budget(s, t.token, rules);
+  d.logprob = t.logprob;
+  d.top = std::move(t.top);
+  s.tokens.push_back(d.token);
+  d.stop_token = (!s.request.ignore_eos && contains(*rules.eos, d.token)) ||
+                 contains(s.request.stop_token_ids, d.token);
+  d.length = s.n_output() >= s.max_tokens || static_cast<int64_t>(s.tokens.size()) >= s.max_total;
+  d.usage = usage_of(s);
+  return d;
+}
+
+TokenOutcome render_token(DecidedToken& d) {
+  Sequence& s = *d.seq;
   TokenOutcome o;
   Event& ev = o.event;
   ev.request_id = s.id;
-  const int32_t token = after_reasoning_budget(s, t.token, rules);
-  s.tokens.push_back(token);
-  ev.tokens.push_back(token);
+  ev.tokens.push_back(d.token);
   if (s.params.logprobs != 0) {
-    ev.logprobs.push_back({token, t.logprob, t.top});
+    ev.logprobs.push_back({d.token, d.logprob, std::move(d.top)});
   }
 
+  // The order of the checks is the order of precedence: a stop id, a stop string, the repetition
+  // guard, the length limits.
   std::optional<FinishReason>& reason = o.finish;
-  if ((!s.request.ignore_eos && contains(*rules.eos, token)) ||
-      contains(s.request.stop_token_ids, token)) {
+  if (d.stop_token) {
     reason = FinishReason::kStop;
-    ev.stop_token = token;
+    ev.stop_token = d.token;
   } else {
-    const std::string piece = s.detokenizer ? s.detokenizer->push(token) : std::string();
+    const std::string piece = s.detokenizer ? s.detokenizer->push(d.token) : std::string();
     StopMatcher::Result r = s.stops.push(piece);
     ev.text = std::move(r.text);
     if (r.matched) {
@@ -90,15 +117,14 @@ TokenOutcome apply_token(Sequence& s, const SampledToken& t, const TokenRules& r
       ev.stop_string = s.request.stop[*r.matched];
     }
   }
-  if (!reason && s.guard && s.guard->push(token)) {
+  if (!reason && s.guard && s.guard->push(d.token)) {
     ++s.repetition_hits;
     o.repetition_hit = true;
     if (s.stop_on_repetition) {
       reason = FinishReason::kRepetition;
     }
   }
-  if (!reason &&
-      (s.n_output() >= s.max_tokens || static_cast<int64_t>(s.tokens.size()) >= s.max_total)) {
+  if (!reason && d.length) {
     reason = FinishReason::kLength;
   }
   if (reason && !ev.stop_string) {  // the end of the text: incomplete UTF-8, held-back text
@@ -111,6 +137,11 @@ TokenOutcome apply_token(Sequence& s, const SampledToken& t, const TokenRules& r
     } else {
       ev.text += s.stops.flush();
     }
+  }
+  if (reason) {
+    ev.finish = reason;
+    ev.usage = d.usage;
+    ev.usage.repetition_hits = s.repetition_hits;
   }
   return o;
 }
