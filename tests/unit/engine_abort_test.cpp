@@ -47,6 +47,41 @@ TEST(EngineAbort, FreesPagesWithinOneStep) {
   EXPECT_EQ(at_finish.in_flight, 0);
 }
 
+// Stats first, with others running: the aborted request's final event is delivered only after
+// the stats that count it finished were published (its event is rendered by the output stage,
+// one iteration after the abort, while the others keep stepping).
+TEST(EngineAbort, FinalEventFollowsTheStatsAmongRunningRequests) {
+  Runtime rt(engine_test::runtime_options());
+  engine::Engine engine(rt, engine_test::engine_options());
+  std::mutex mutex;
+  std::condition_variable cv;
+  int64_t tokens = 0;
+  std::optional<engine::EngineStats> at_finish;
+  const uint64_t id = engine.submit(engine_test::greedy(engine_test::make_prompt(9, 40), 4000),
+                                    [&](const engine::Event& e) {
+                                      std::lock_guard lock(mutex);
+                                      tokens += static_cast<int64_t>(e.tokens.size());
+                                      if (e.finish) at_finish = engine.stats();
+                                      cv.notify_all();
+                                    });
+  engine_test::Collector others;
+  std::vector<uint64_t> other_ids;
+  for (int i = 0; i < 3; ++i)
+    other_ids.push_back(engine.submit(
+        engine_test::greedy(engine_test::make_prompt(20 + i, 40), 4000), others.callback()));
+  std::unique_lock lock(mutex);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return tokens >= 3; }));
+  lock.unlock();
+  engine.abort(id);
+  lock.lock();
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return at_finish.has_value(); }));
+  EXPECT_EQ(at_finish->finished, 1);
+  EXPECT_EQ(at_finish->in_flight, 3);
+  lock.unlock();
+  for (uint64_t other : other_ids) engine.abort(other);
+  others.wait(3);
+}
+
 TEST(EngineAbort, WaitingRequestNeverRuns) {
   Runtime rt(engine_test::runtime_options());
   engine::Engine engine(rt, engine_test::engine_options(/*max_running=*/1));

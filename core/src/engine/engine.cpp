@@ -236,6 +236,10 @@ void Engine::loop() {
     // scheduling, publishing the stats and posting the events as output (they land in the stats
     // published by the next iteration).
     const auto t_awake = Clock::now();
+    // What the last iteration decided (published already) renders while this one schedules and
+    // runs its forward; what this one decides waits for the next.
+    output_->start();
+    const auto t_started = Clock::now();
     for (auto& seq : incoming) {
       Sequence* s = seq.get();
       sequences_.emplace(s->id, std::move(seq));
@@ -248,9 +252,11 @@ void Engine::loop() {
       ev.request_id = id;
       finish(*it->second, FinishReason::kAbort, std::move(ev));
     }
-    const double admitting = seconds(Clock::now() - t_awake);
+    const double starting = seconds(t_started - t_awake);
+    const double admitting = seconds(Clock::now() - t_started);
+    loop_stats_.output_seconds += starting;
     loop_stats_.schedule_seconds += admitting;
-    loop_stats_.host_seconds += admitting;
+    loop_stats_.host_seconds += starting + admitting;
     bool forwarded = false;
     if (!failed_ && scheduler_->running() + scheduler_->waiting() > 0) {
       try {
@@ -260,12 +266,15 @@ void Engine::loop() {
         fail_all(std::string("engine step failed: ") + e.what());
       }
     }
-    // No forward to hide it behind: this iteration's events (and any left from the last step)
-    // are rendered here, and posted after the stats.
+    // No forward to hide it behind: this iteration's events (its aborts, late finishes) are
+    // rendered here, and posted after the stats.
     const auto t_publish = Clock::now();
     Deliveries out;
-    if (!forwarded && output_->has_pending()) {
-      absorb(output_->run_here(out));
+    if (!forwarded) {
+      absorb(output_->wait());
+      if (output_->has_pending()) {
+        absorb(output_->run_here(out));
+      }
     }
     // Stats first: a client that sees an event also sees the state that produced it.
     publish_stats();
@@ -358,8 +367,6 @@ bool Engine::run_step() {
     if (!s->first_scheduled) s->first_scheduled = t0;  // vLLM's queue time ends here
   }
   const auto t1 = Clock::now();
-  output_->start();  // the last step's text renders while this forward runs (or here, at once)
-  const auto t_forward = Clock::now();
   dsv4::Logits logits;
   try {
     logits = executor_->step(step.chunks);
@@ -406,11 +413,11 @@ bool Engine::run_step() {
   const auto t3 = Clock::now();
   loop_stats_.schedule_seconds += seconds(t1 - t0);
   loop_stats_.sample_seconds += seconds(t_sampled - t2);
-  loop_stats_.output_seconds += seconds(t_forward - t1) + seconds(t3 - t_sampled);
+  loop_stats_.output_seconds += seconds(t3 - t_sampled);
   ++loop_stats_.steps;
   loop_stats_.batched_tokens += batched;
-  loop_stats_.forward_seconds += seconds(t2 - t_forward);
-  loop_stats_.host_seconds += seconds(t_forward - t0) + seconds(t3 - t2);
+  loop_stats_.forward_seconds += seconds(t2 - t1);
+  loop_stats_.host_seconds += seconds(t1 - t0) + seconds(t3 - t2);
   return true;
 }
 

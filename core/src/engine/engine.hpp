@@ -94,7 +94,7 @@ class Engine {
   using Deliveries = std::vector<EventDispatcher::Delivery>;
   void validate(const Request& r) const;
   void loop();
-  // One step: schedule, forward (the previous step's output renders meanwhile), sample, decide.
+  // One step: schedule, forward (the last iteration's output renders meanwhile), sample, decide.
   // False when no forward ran.
   bool run_step();
   // The step's sampled tokens into their sequences (ready_ order); their text renders next step.

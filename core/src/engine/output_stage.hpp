@@ -1,11 +1,13 @@
 // Output one step behind (docs/engine.md "Output one step behind"): the text side of a step's
 // tokens — detokenization, stop strings, the repetition guard, the events — is rendered while the
-// next forward runs, on the loop's first compute helper (ops::run_on_helper), which otherwise
-// spins through the forward's serial parts; vLLM's async output processing does the same against
-// a GPU. The loop keeps what the next schedule needs (decide_token: the token appended, EOS, stop
-// ids, length). A stop string or a repetition stop is found one step late: the loop then retires
-// the sequence before sampling the row the forward computed for it, so every request's tokens,
-// text and usage are those of the synchronous order.
+// loop's next iteration schedules and runs its forward, on the loop's first compute helper
+// (ops::run_on_helper), which otherwise spins through the forward's serial parts; vLLM's async
+// output processing does the same against a GPU. A batch is what one iteration decided; it is
+// handed over at the top of the next, after the stats that show those decisions were published. The
+// loop keeps what the next schedule needs (decide_token: the token appended, EOS, stop ids,
+// length). A stop string or a repetition stop is found one step late: the loop then retires the
+// sequence before sampling the row the forward computed for it, so every request's tokens, text and
+// usage are those of the synchronous order.
 //
 // Threading: the loop fills pending() and calls start(), wait() and run_here(). Between start()
 // and wait() the started batch, and the text members of its sequences (Sequence "text state"),
