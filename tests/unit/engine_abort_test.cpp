@@ -61,14 +61,18 @@ TEST(EngineAbort, FinalEventFollowsTheStatsAmongRunningRequests) {
                                     [&](const engine::Event& e) {
                                       std::lock_guard lock(mutex);
                                       tokens += static_cast<int64_t>(e.tokens.size());
-                                      if (e.finish) at_finish = engine.stats();
+                                      if (e.finish) {
+                                        at_finish = engine.stats();
+                                      }
                                       cv.notify_all();
                                     });
   engine_test::Collector others;
   std::vector<uint64_t> other_ids;
-  for (int i = 0; i < 3; ++i)
+  other_ids.reserve(3);
+  for (int i = 0; i < 3; ++i) {
     other_ids.push_back(engine.submit(
         engine_test::greedy(engine_test::make_prompt(20 + i, 40), 4000), others.callback()));
+  }
   std::unique_lock lock(mutex);
   ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return tokens >= 3; }));
   lock.unlock();
@@ -78,7 +82,9 @@ TEST(EngineAbort, FinalEventFollowsTheStatsAmongRunningRequests) {
   EXPECT_EQ(at_finish->finished, 1);
   EXPECT_EQ(at_finish->in_flight, 3);
   lock.unlock();
-  for (uint64_t other : other_ids) engine.abort(other);
+  for (uint64_t other : other_ids) {
+    engine.abort(other);
+  }
   others.wait(3);
 }
 

@@ -68,7 +68,9 @@ TEST(EngineGenerationGuard, RepetitionStopEndsAtTheFirstHit) {
   generation::RepetitionGuard guard(eo.repetition,
                                     [&](int32_t id) { return e.tok.token_bytes(id); });
   size_t first_hit = 0;
-  while (first_hit < out[1].tokens.size() && !guard.push(out[1].tokens[first_hit])) ++first_hit;
+  while (first_hit < out[1].tokens.size() && !guard.push(out[1].tokens[first_hit])) {
+    ++first_hit;
+  }
   ASSERT_LT(first_hit, out[1].tokens.size()) << "the warn run never repeats";
   const std::vector<int32_t> expected(out[1].tokens.begin(),
                                       out[1].tokens.begin() + static_cast<int64_t>(first_hit) + 1);

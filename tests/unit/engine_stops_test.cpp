@@ -211,13 +211,18 @@ TEST_F(EngineStops, StopStringEndsAtTheTokenThatCompletesIt) {
       std::string stop;
       for (size_t at = text.size() / 2; at + 3 <= text.size() && stop.empty(); ++at) {
         const std::string cut = text.substr(at, 3);
-        if (std::all_of(cut.begin(), cut.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+        if (std::all_of(cut.begin(), cut.end(), [](char c) { return c > 0x20 && c < 0x7f; })) {
           stop = cut;
+        }
       }
-      if (stop.empty()) continue;
+      if (stop.empty()) {
+        continue;
+      }
       // The first k tokens whose text (HF-style decode) holds it.
       size_t k = 1;
-      while (tok.decode(std::span(free_run.tokens).first(k)).find(stop) == std::string::npos) ++k;
+      while (tok.decode(std::span(free_run.tokens).first(k)).find(stop) == std::string::npos) {
+        ++k;
+      }
       r.stop = {stop};
       requests.push_back(r);
       expected.emplace_back(free_run.tokens.begin(), free_run.tokens.begin() + k);

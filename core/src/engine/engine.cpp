@@ -342,7 +342,9 @@ void Engine::absorb(OutputStage::Results& results) {
   loop_stats_.deferred_output_seconds += results.helper_seconds;
   for (OutputStage::Finished& f : results.late) {
     // Ended by the loop meanwhile (an abort, an error): that final event stands.
-    if (f.seq->state == SequenceState::kFinished) continue;
+    if (f.seq->state == SequenceState::kFinished) {
+      continue;
+    }
     retire(*f.seq);
     output_->pending().finished.push_back(std::move(f));
   }
@@ -362,7 +364,9 @@ bool Engine::run_step() {
         runtime_.pools().main.total_pages(), runtime_.pools().indexer.total_pages());
     finish(*s, FinishReason::kError, std::move(ev));
   }
-  if (step.chunks.empty()) return false;
+  if (step.chunks.empty()) {
+    return false;
+  }
   for (Sequence* s : step.sequences) {
     if (!s->first_scheduled) s->first_scheduled = t0;  // vLLM's queue time ends here
   }
@@ -375,7 +379,9 @@ bool Engine::run_step() {
     absorb(output_->wait());
     scheduler_->abandon(step);
     for (Sequence* s : step.sequences) {
-      if (s->state == SequenceState::kFinished) continue;  // its text ended it
+      if (s->state == SequenceState::kFinished) {  // its text ended it
+        continue;
+      }
       Event ev;
       ev.request_id = s->id;
       ev.error = std::string("forward failed: ") + e.what();
@@ -400,7 +406,9 @@ bool Engine::run_step() {
   for (size_t i = 0; i < step.sequences.size(); ++i) {
     batched += static_cast<int64_t>(step.chunks[i].tokens.size());
     Sequence* s = step.sequences[i];
-    if (s->state == SequenceState::kFinished || s->pending_tokens() != 0) continue;
+    if (s->state == SequenceState::kFinished || s->pending_tokens() != 0) {
+      continue;
+    }
     ready_.push_back(s);
     ready_rows_.push_back(logits.chunk_rows[i]);
   }
@@ -429,11 +437,19 @@ void Engine::decide_tokens(std::span<SampledToken> tokens) {
   // (token_output.hpp).
   constexpr size_t kAhead = 8;
   const size_t n = ready_.size();
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) prefetch_decide_state(*ready_[i], 1);
-  for (size_t i = 0; i < std::min(n, kAhead / 2); ++i) prefetch_decide_state(*ready_[i], 2);
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+    prefetch_decide_state(*ready_[i], 1);
+  }
+  for (size_t i = 0; i < std::min(n, kAhead / 2); ++i) {
+    prefetch_decide_state(*ready_[i], 2);
+  }
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) prefetch_decide_state(*ready_[i + kAhead], 1);
-    if (i + kAhead / 2 < n) prefetch_decide_state(*ready_[i + kAhead / 2], 2);
+    if (i + kAhead < n) {
+      prefetch_decide_state(*ready_[i + kAhead], 1);
+    }
+    if (i + kAhead / 2 < n) {
+      prefetch_decide_state(*ready_[i + kAhead / 2], 2);
+    }
     Sequence& s = *ready_[i];
     if (tokens[i].token < 0) {
       Event ev;
@@ -445,7 +461,9 @@ void Engine::decide_tokens(std::span<SampledToken> tokens) {
     }
     decided.push_back(decide_token(s, tokens[i], rules));
     ++loop_stats_.generated_tokens;
-    if (decided.back().final()) retire(s);
+    if (decided.back().final()) {
+      retire(s);
+    }
   }
 }
 
@@ -465,7 +483,9 @@ void Engine::publish_stats() {
   loop_stats_.failed = failed_;
   stats_ = loop_stats_;
   in_flight_ -= static_cast<int64_t>(finished_.size());
-  for (uint64_t id : erasable_) sequences_.erase(id);
+  for (uint64_t id : erasable_) {
+    sequences_.erase(id);
+  }
   erasable_.swap(finished_);
   finished_.clear();
   if (in_flight_ == 0) idle_.notify_all();
