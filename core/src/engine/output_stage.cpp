@@ -20,23 +20,39 @@ void OutputStage::start() {
   started_ = true;
   starter_ = std::this_thread::get_id();
   done_.store(false, std::memory_order_relaxed);
-  ops::run_on_helper({&OutputStage::run_started, this});
+  const size_t n = batches_[pending_ ^ 1].tokens.size();
+  chunks_.clear();
+  for (size_t begin = 0; begin < n || chunks_.empty(); begin += kChunk) {
+    chunks_.push_back({this, begin, std::min(n, begin + kChunk), false});
+  }
+  chunks_.back().last = true;
+  for (Chunk& c : chunks_) {
+    ops::run_on_helper({&OutputStage::run_chunk, &c});
+  }
 }
 
-void OutputStage::run_started(void* self) {
-  auto& stage = *static_cast<OutputStage*>(self);
+void OutputStage::run_chunk(void* chunk) {
+  const Chunk& c = *static_cast<const Chunk*>(chunk);
+  OutputStage& stage = *c.stage;
+  Batch& batch = stage.batches_[stage.pending_ ^ 1];
   const auto t0 = std::chrono::steady_clock::now();
-  stage.render(stage.batches_[stage.pending_ ^ 1], stage.deliveries_);
-  if (stage.dispatcher_.queue(std::move(stage.deliveries_))) {
-    stage.dispatcher_.wake();
+  stage.render_tokens(batch, c.begin, c.end, stage.deliveries_);
+  if (c.last) {
+    stage.render_finished(batch, stage.deliveries_);
+    batch.tokens.clear();
+    if (stage.dispatcher_.queue(std::move(stage.deliveries_))) {
+      stage.dispatcher_.wake();
+    }
+    stage.deliveries_.clear();
   }
-  stage.deliveries_.clear();
   if (std::this_thread::get_id() != stage.starter_) {
     stage.results_.helper_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  stage.done_.store(true, std::memory_order_release);
-  stage.done_.notify_one();
+  if (c.last) {
+    stage.done_.store(true, std::memory_order_release);
+    stage.done_.notify_one();
+  }
 }
 
 OutputStage::Results& OutputStage::wait() {
@@ -49,18 +65,21 @@ OutputStage::Results& OutputStage::wait() {
 
 OutputStage::Results& OutputStage::run_here(Deliveries& out) {
   wait();
-  render(batches_[pending_], out);
+  Batch& batch = batches_[pending_];
+  render_tokens(batch, 0, batch.tokens.size(), out);
+  render_finished(batch, out);
+  batch.tokens.clear();
   return results_;
 }
 
-void OutputStage::render(Batch& batch, Deliveries& out) {
+void OutputStage::render_tokens(Batch& batch, size_t begin, size_t end, Deliveries& out) {
   // Each sequence's text state is asked for a few sequences before its turn (token_output.hpp).
   constexpr size_t kAhead = 4;
-  const size_t n = batch.tokens.size();
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+  const size_t n = end;
+  for (size_t i = begin; i < std::min(n, begin + kAhead); ++i) {
     prefetch_render_state(*batch.tokens[i].seq);
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = begin; i < n; ++i) {
     if (i + kAhead < n) {
       prefetch_render_state(*batch.tokens[i + kAhead].seq);
     }
@@ -88,13 +107,15 @@ void OutputStage::render(Batch& batch, Deliveries& out) {
     }
     out.push_back({s.on_event, std::move(o.event)});
   }
+}
+
+void OutputStage::render_finished(Batch& batch, Deliveries& out) {
   for (Finished& f : batch.finished) {
     if (!f.rendered) {
       f.event.usage.repetition_hits = f.seq->repetition_hits;
     }
     out.push_back({f.seq->on_event, std::move(f.event)});
   }
-  batch.tokens.clear();
   batch.finished.clear();
 }
 

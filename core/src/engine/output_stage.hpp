@@ -61,7 +61,10 @@ class OutputStage {
   bool has_pending() const { return !batches_[pending_].empty(); }
 
   // Hands the pending batch to the helper, which renders it and delivers its events; a new
-  // pending batch begins. Without a helper (or with one asleep) it runs here, at once.
+  // pending batch begins. The batch goes as tasks of kChunk tokens, and the helper takes its
+  // owner's parallel work first (ops::run_on_helper): rendering fills the gaps between the
+  // forward's parallel parts instead of holding the helper from them. Without a helper (or with
+  // one asleep) it runs here, at once.
   void start();
   // Until the started batch (if any) is rendered and delivered; what it found.
   Results& wait();
@@ -70,14 +73,22 @@ class OutputStage {
   Results& run_here(Deliveries& out);
 
  private:
-  static void run_started(void* self);
-  void render(Batch& batch, Deliveries& out);
+  static constexpr size_t kChunk = 8;  // tokens per helper task (~5-8 us cold)
+  struct Chunk {
+    OutputStage* stage = nullptr;
+    size_t begin = 0, end = 0;
+    bool last = false;
+  };
+  static void run_chunk(void* chunk);
+  void render_tokens(Batch& batch, size_t begin, size_t end, Deliveries& out);
+  void render_finished(Batch& batch, Deliveries& out);
 
   EventDispatcher& dispatcher_;
   Batch batches_[2];
   int pending_ = 0;
   bool started_ = false;
   std::thread::id starter_;
+  std::vector<Chunk> chunks_;  // the started batch's tasks (alive until it is done)
   std::atomic<bool> done_{false};
   Deliveries deliveries_;  // the helper's
   Results results_;

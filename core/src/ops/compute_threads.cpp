@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -103,15 +104,25 @@ class Helper {
     signal_.notify_one();
   }
 
-  void run_tasks() {
-    std::vector<HelperTask> tasks;
-    {
-      const std::lock_guard lock(tasks_mutex_);
-      has_tasks_.store(false, std::memory_order_relaxed);
-      tasks.swap(tasks_);
-    }
-    for (const HelperTask& t : tasks) {
+  // Runs the queued tasks in order; with `until_job`, returns early once a job is posted (jobs
+  // first: a task must not take the helper from its owner's parallel work; the rest run in the
+  // next gap between jobs).
+  void run_tasks(uint32_t seen, bool until_job) {
+    for (;;) {
+      HelperTask t{};
+      {
+        const std::lock_guard lock(tasks_mutex_);
+        if (tasks_.empty()) {
+          has_tasks_.store(false, std::memory_order_relaxed);
+          return;
+        }
+        t = tasks_.front();
+        tasks_.pop_front();
+      }
       t.run(t.ctx);
+      if (until_job && posted_.load(std::memory_order_acquire) != seen) {
+        return;
+      }
     }
   }
 
@@ -122,7 +133,7 @@ class Helper {
       for (unsigned spins = 1;; ++spins) {
         const uint32_t signal = signal_.load(std::memory_order_acquire);
         if (has_tasks_.load(std::memory_order_acquire)) {
-          run_tasks();
+          run_tasks(seen, true);
         }
         if (posted_.load(std::memory_order_acquire) != seen) {
           break;
@@ -135,7 +146,7 @@ class Helper {
         }
       }
       if (stop_.load(std::memory_order_acquire)) {
-        run_tasks();  // the owner is exiting: what it handed over still runs
+        run_tasks(seen, false);  // the owner is exiting: what it handed over still runs
         return;
       }
       const uint32_t job = posted_.load(std::memory_order_acquire);
@@ -157,7 +168,7 @@ class Helper {
   std::atomic<bool> has_tasks_{false};
   std::atomic<bool> sleeping_{false};  // in signal_.wait (or about to be)
   std::mutex tasks_mutex_;
-  std::vector<HelperTask> tasks_;  // guarded by tasks_mutex_
+  std::deque<HelperTask> tasks_;  // guarded by tasks_mutex_
   PartFn fn_{};
   int part_ = 0;
   std::thread thread_;  // last: it starts once the fields above exist

@@ -9,7 +9,8 @@
 // - A helper spins briefly after each part (the next GEMM of a forward usually follows within
 //   microseconds), then sleeps on a futex; an idle engine costs no CPU.
 // - Items must not throw (the GEMM kernels do not).
-// - Tasks (run_on_helper) run on the owner's first helper between its jobs, in the order given.
+// - Tasks (run_on_helper) run on the owner's first helper between its jobs, in the order given;
+//   a job posted while tasks are queued goes first (after the task running then).
 // - Nesting: inside an item, compute_threads() is 1 and parallel_for runs its items on the calling
 //   thread, so a loop shared over experts runs each expert's GEMMs on one thread.
 #pragma once
@@ -90,7 +91,8 @@ struct HelperTask {
 };
 
 // Runs task soon on the calling thread's first helper while it is between parallel_for jobs (it
-// spins there for a while after each job, so it usually starts within microseconds); on the
+// spins there for a while after each job, so it usually starts within microseconds; a job posted
+// meanwhile is taken before the next queued task, so tasks fill the gaps between jobs); on the
 // calling thread itself, at once, when it has no helper, is one, or its helper sleeps (no job for
 // a millisecond: waking it would cost as much as the task). For a hand-off whose system call
 // should not stall the caller: the engine loop's wake-up of its event dispatcher costs 10-40 us
