@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
@@ -20,10 +21,11 @@ void OutputStage::start() {
   started_ = true;
   starter_ = std::this_thread::get_id();
   done_.store(false, std::memory_order_relaxed);
-  const size_t n = batches_[pending_ ^ 1].tokens.size();
+  Batch& batch = batches_[pending_ ^ 1];
+  const size_t n = batch.tokens.size();
   chunks_.clear();
   for (size_t begin = 0; begin < n || chunks_.empty(); begin += kChunk) {
-    chunks_.push_back({this, begin, std::min(n, begin + kChunk), false});
+    chunks_.push_back({this, &batch, begin, std::min(n, begin + kChunk), false});
   }
   chunks_.back().last = true;
   for (Chunk& c : chunks_) {
@@ -34,7 +36,7 @@ void OutputStage::start() {
 void OutputStage::run_chunk(void* chunk) {
   const Chunk& c = *static_cast<const Chunk*>(chunk);
   OutputStage& stage = *c.stage;
-  Batch& batch = stage.batches_[stage.pending_ ^ 1];
+  Batch& batch = *c.batch;
   const auto t0 = std::chrono::steady_clock::now();
   stage.render_tokens(batch, c.begin, c.end, stage.deliveries_);
   if (c.last) {

@@ -76,6 +76,7 @@ class OutputStage {
   static constexpr size_t kChunk = 8;  // tokens per helper task (~5-8 us cold)
   struct Chunk {
     OutputStage* stage = nullptr;
+    Batch* batch = nullptr;
     size_t begin = 0, end = 0;
     bool last = false;
   };
