@@ -40,8 +40,7 @@ void OutputStage::run_chunk(void* chunk) {
   const auto t0 = std::chrono::steady_clock::now();
   stage.render_tokens(batch, c.begin, c.end, stage.deliveries_);
   if (c.last) {
-    stage.render_finished(batch, stage.deliveries_);
-    batch.tokens.clear();
+    stage.finish_batch(batch, stage.deliveries_);
     if (stage.dispatcher_.queue(std::move(stage.deliveries_))) {
       stage.dispatcher_.wake();
     }
@@ -69,8 +68,7 @@ OutputStage::Results& OutputStage::run_here(Deliveries& out) {
   wait();
   Batch& batch = batches_[pending_];
   render_tokens(batch, 0, batch.tokens.size(), out);
-  render_finished(batch, out);
-  batch.tokens.clear();
+  finish_batch(batch, out);
   return results_;
 }
 
@@ -98,12 +96,11 @@ void OutputStage::render_tokens(Batch& batch, size_t begin, size_t end, Deliveri
       o.event.finish = FinishReason::kError;
       o.event.usage = d.usage;
       o.event.usage.repetition_hits = s.repetition_hits;
-      o.finish = FinishReason::kError;
     }
     if (o.repetition_hit) {
       ++results_.repetition_hits;
     }
-    if (o.finish && !d.final()) {  // the loop still runs it: it retires it and delivers this
+    if (o.event.finish && !d.final()) {  // the loop still runs it: it retires it and delivers this
       results_.late.push_back({&s, std::move(o.event), true});
       continue;
     }
@@ -111,13 +108,14 @@ void OutputStage::render_tokens(Batch& batch, size_t begin, size_t end, Deliveri
   }
 }
 
-void OutputStage::render_finished(Batch& batch, Deliveries& out) {
+void OutputStage::finish_batch(Batch& batch, Deliveries& out) {
   for (Finished& f : batch.finished) {
     if (!f.rendered) {
       f.event.usage.repetition_hits = f.seq->repetition_hits;
     }
     out.push_back({f.seq->on_event, std::move(f.event)});
   }
+  batch.tokens.clear();
   batch.finished.clear();
 }
 

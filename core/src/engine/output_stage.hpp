@@ -82,7 +82,8 @@ class OutputStage {
   };
   static void run_chunk(void* chunk);
   void render_tokens(Batch& batch, size_t begin, size_t end, Deliveries& out);
-  void render_finished(Batch& batch, Deliveries& out);
+  // The batch's final events (after its tokens were rendered); the batch is empty afterwards.
+  void finish_batch(Batch& batch, Deliveries& out);
 
   EventDispatcher& dispatcher_;
   Batch batches_[2];

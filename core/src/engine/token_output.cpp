@@ -104,7 +104,7 @@ TokenOutcome render_token(DecidedToken& d) {
 
   // The order of the checks is the order of precedence: a stop id, a stop string, the repetition
   // guard, the length limits.
-  std::optional<FinishReason>& reason = o.finish;
+  std::optional<FinishReason>& reason = ev.finish;
   if (d.stop_token) {
     reason = FinishReason::kStop;
     ev.stop_token = d.token;
@@ -139,7 +139,6 @@ TokenOutcome render_token(DecidedToken& d) {
     }
   }
   if (reason) {
-    ev.finish = reason;
     ev.usage = d.usage;
     ev.usage.repetition_hits = s.repetition_hits;
   }

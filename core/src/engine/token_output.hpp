@@ -48,9 +48,8 @@ Usage usage_of(const Sequence& s);
 DecidedToken decide_token(Sequence& s, SampledToken& token, const TokenRules& rules);
 
 struct TokenOutcome {
-  Event event;                         // tokens, text, logprobs, stop fields
-  std::optional<FinishReason> finish;  // set: the sequence ends with this event
-  bool repetition_hit = false;         // the guard saw a loop at this token
+  Event event;                  // tokens, text, logprobs, stop fields; finish set: the last one
+  bool repetition_hit = false;  // the guard saw a loop at this token
 };
 
 // Output stage. Touches only the sequence's text state (Sequence "text" members).
