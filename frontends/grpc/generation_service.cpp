@@ -68,10 +68,11 @@ struct EventQueue {
   static void on_event(void* user, const char* event_json) noexcept {
     try {
       auto* q = static_cast<EventQueue*>(user);
-      {
-        const std::lock_guard lock(q->mutex);
-        q->events.emplace_back(event_json != nullptr ? event_json : "");
-      }
+      // Notified under the lock: the handler returns, destroying the queue, as soon as it holds
+      // the lock and sees the last event, so nothing may touch the queue after the lock is
+      // released (ThreadSanitizer caught a notify on the destroyed condition variable).
+      const std::lock_guard lock(q->mutex);
+      q->events.emplace_back(event_json != nullptr ? event_json : "");
       q->ready.notify_one();
     } catch (...) {
       // Out of memory copying an event: nothing can be reported from an engine thread.

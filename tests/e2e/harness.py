@@ -132,23 +132,35 @@ class Server:
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.proc is None or self.proc.poll() is not None:
+            self.check_sanitizer()
             return self.proc.returncode if self.proc else None
         self.proc.send_signal(sig)
         try:
-            return self.proc.wait(timeout)
+            code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
             raise RuntimeError(f"server did not exit {timeout} s after signal {sig}:\n{self.log()}")
         finally:
             self._log.close()
+        self.check_sanitizer()
+        return code
 
     def wait(self, timeout=60):
         """Exit status of a process already told to stop (e.g. a signal sent by the test)."""
         try:
-            return self.proc.wait(timeout)
+            code = self.proc.wait(timeout)
         finally:
             self._log.close()
+        self.check_sanitizer()
+        return code
+
+    def check_sanitizer(self):
+        """Fails the test when a ThreadSanitizer build (tools/tsan-tests.sh) reported a race."""
+        text = self.log()
+        at = text.find("WARNING: ThreadSanitizer")
+        if at >= 0:
+            raise AssertionError(f"ThreadSanitizer report in {self.log_path}:\n{text[at:at + 6000]}")
 
     def __enter__(self):
         return self.start()

@@ -9,10 +9,12 @@
 // scale, the MoE's combine). Where the bits must be the same on every CPU, compile the file with
 // -ffp-contract=off (the sampler's rejection-draw exp, the reference attention). Ordinary helpers
 // still inline into the clones (GCC does not inline across different -march settings).
-// Elsewhere (other compilers, other architectures) it expands to nothing.
+// Elsewhere (other compilers, other architectures) it expands to nothing, and so it does under
+// ThreadSanitizer: the loader runs an ifunc's resolver before the sanitizer's runtime is up, and an
+// instrumented resolver crashes the process before main (docs/engine.md "Checking the threads").
 #pragma once
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define TS_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TS_SIMD_CLONES

@@ -2,10 +2,11 @@
 // (AVX-512) lanes per instruction — the loader picks the clone for the running CPU (GNU ifunc).
 // Files using it are compiled with -fno-trapping-math (plugins/sampler/CMakeLists.txt), without
 // which GCC leaves clamps and comparisons scalar; no FP trap is ever enabled in the process, so
-// results are unchanged. Elsewhere (clang, other CPUs) it expands to nothing.
+// results are unchanged. Elsewhere (clang, other CPUs, ThreadSanitizer builds: see
+// tessera/simd_clones.hpp) it expands to nothing.
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define TS_SAMPLER_CLONES \
   __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
