@@ -155,12 +155,16 @@ class Server:
         self.check_sanitizer()
         return code
 
+    SANITIZER_REPORTS = ("WARNING: ThreadSanitizer", "ERROR: AddressSanitizer",
+                         "ERROR: LeakSanitizer")
+
     def check_sanitizer(self):
-        """Fails the test when a ThreadSanitizer build (tools/tsan-tests.sh) reported a race."""
+        """Fails the test when a sanitizer build (tools/sanitizer-tests.sh) reported in the log."""
         text = self.log()
-        at = text.find("WARNING: ThreadSanitizer")
-        if at >= 0:
-            raise AssertionError(f"ThreadSanitizer report in {self.log_path}:\n{text[at:at + 6000]}")
+        found = [at for at in (text.find(r) for r in self.SANITIZER_REPORTS) if at >= 0]
+        if found:
+            at = min(found)
+            raise AssertionError(f"sanitizer report in {self.log_path}:\n{text[at:at + 6000]}")
 
     def __enter__(self):
         return self.start()

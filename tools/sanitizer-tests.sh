@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# usage: tools/sanitizer-tests.sh thread|address
+#
+# thread: the tests whose threads share state, built with ThreadSanitizer (docs/engine.md
+#   "Checking the threads"): the engine loop with its compute helper, output stage and event
+#   dispatcher, the tensor-parallel ranks, the HTTP and gRPC servers driven by the real Python
+#   clients. A race report fails the run.
+# address: the same tests and those of the kernels that index raw buffers (sampler, kv formats,
+#   reference attention, GEMMs, the scanned vocabulary head), built with AddressSanitizer and
+#   LeakSanitizer. An out-of-bounds access, a use after free or a leak fails the run.
+# Builds only what they need into build-tsan/ or build-asan/ (RelWithDebInfo, CUDA off), runs the
+# test binaries (a report makes them exit non-zero) and the end-to-end tests (whose harness fails a
+# test when its server's log holds a report). Called by tools/run-tests.sh after the main tests.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+mode=${1:?usage: tools/sanitizer-tests.sh thread|address}
+tests=(engine_abort_test engine_batching_test engine_stops_test engine_generation_guard_test
+       engine_preemption_test prefix_cache_test helper_tasks_test thread_handoff_test
+       tp_communicator_test tp_equivalence_test http_server_test http_serving_test ab_live_test
+       serve_generation_metrics_test)
+case "$mode" in
+  thread) build=${TESSERA_TSAN_BUILD_DIR:-$here/build-tsan} ;;
+  address)
+    build=${TESSERA_ASAN_BUILD_DIR:-$here/build-asan}
+    tests+=(sampler_test sampler_rejection_test sampler_scanned_test sampler_distribution_test
+            sampler_fast_path_test sampler_errors_test kv_conformance_test kvcache_fp8_test
+            reference_attention_kernel_test linear_scanned_test gemm_panels_test gemm_nt_test
+            batch_invariance_test dsv4_parity_test) ;;
+  *) echo "usage: tools/sanitizer-tests.sh thread|address" >&2; exit 2 ;;
+esac
+flag=-fsanitize=$mode
+
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_CUDA=OFF \
+  -DTESSERA_FUZZ=OFF -DTESSERA_PYTHON="${TESSERA_VENV:-$here/.venv}/bin/python" \
+  -DCMAKE_C_FLAGS="$flag -fno-omit-frame-pointer" -DCMAKE_CXX_FLAGS="$flag -fno-omit-frame-pointer" \
+  -DCMAKE_EXE_LINKER_FLAGS="$flag" -DCMAKE_SHARED_LINKER_FLAGS="$flag" \
+  -DCMAKE_MODULE_LINKER_FLAGS="$flag" >/dev/null
+# tessera_e2e_model builds the binary and every plugin too.
+cmake --build "$build" -j "${TESSERA_JOBS:-$(nproc)}" --target "${tests[@]}" tessera_e2e_model
+
+run=()
+if [ "$mode" = thread ]; then
+  # tools/tsan.supp, plus every library of the gRPC frontend's uninstrumented stack (one line
+  # each: a called_from_lib pattern must match exactly one library).
+  supp="$build/tsan.supp"
+  cat "$here/tools/tsan.supp" >"$supp"
+  if [ -f "$build/plugins/libtessera_frontend_grpc.so" ]; then
+    ldd "$build/plugins/libtessera_frontend_grpc.so" |
+      awk '/=> \/.*(grpc|gpr|upb|absl|protobuf|address_sorting|re2|cares|ssl|crypto)/ {
+             n = $3; sub(".*/", "", n); print "called_from_lib:" n }' >>"$supp"
+  fi
+  export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 suppressions=$supp"
+  # GCC 12's TSAN maps its shadow at fixed addresses; with ASLR off (where the sandbox allows it)
+  # no kernel's mmap randomisation can collide with them.
+  if setarch "$(uname -m)" -R true 2>/dev/null; then run=(setarch "$(uname -m)" -R); fi
+else
+  export ASAN_OPTIONS="detect_leaks=1 abort_on_error=0"
+fi
+
+failed=()
+for t in "${tests[@]}"; do
+  echo "$mode sanitizer: $t"
+  "${run[@]}" "$build/tests/$t" --gtest_brief=1 || failed+=("$t")
+done
+(cd "$build" && "${run[@]}" ctest -L e2e --output-on-failure) || failed+=(e2e)
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "$mode sanitizer: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "$mode sanitizer: every test passed without a report"
