@@ -1,7 +1,7 @@
-// ops::linear_strided against a double-precision reference, on both backends (our AVX-512 kernel
-// and OpenBLAS), and the AVX-512 kernel's promises: a row's result does not depend on how many
-// rows share the call, which rows they are, or how many threads split it; strided operands write
-// only their own columns; a NaN stays in its row.
+// ops::linear_strided against a double-precision reference, on every backend (our AVX-512 and AVX2
+// kernels where the CPU runs them, and OpenBLAS), and our kernels' promises: a row's result does
+// not depend on how many rows share the call, which rows they are, or how many threads split it;
+// strided operands write only their own columns; a NaN stays in its row.
 #include "ops/gemm_nt.hpp"
 
 #include <gtest/gtest.h>
@@ -20,6 +20,15 @@
 
 namespace tessera::ops {
 namespace {
+
+// The backends this CPU runs: OpenBLAS, the default (AVX-512 or AVX2 kernel) and the AVX2 kernel.
+std::vector<GemmBackend> backends() {
+  std::vector<GemmBackend> all{GemmBackend::kAuto, GemmBackend::kBlas};
+  if (gemm_nt_avx2_available() && gemm_nt_avx512_available()) {
+    all.push_back(GemmBackend::kAvx2);  // else kAuto is the AVX2 kernel or BLAS already
+  }
+  return all;
+}
 
 // Restores process-wide settings a test changes.
 class GemmTest : public ::testing::Test {
@@ -59,8 +68,8 @@ void expect_matches_reference(int64_t rows, int64_t out, int64_t in, uint32_t se
   }
 }
 
-TEST_F(GemmTest, MatchesDoubleReferenceOnEveryShapeAndBothBackends) {
-  for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
+TEST_F(GemmTest, MatchesDoubleReferenceOnEveryShapeAndEveryBackend) {
+  for (const GemmBackend backend : backends()) {
     set_gemm_backend(backend);
     for (const int threads : {1, 2}) {
       set_compute_threads(threads);
@@ -85,10 +94,9 @@ TEST_F(GemmTest, EmptyInnerDimensionGivesZeros) {
   }
 }
 
-TEST_F(GemmTest, AvxKernelIsBatchInvariant) {
-  if (!gemm_nt_avx512_available()) {
-    GTEST_SKIP() << "this CPU has no AVX-512; OpenBLAS runs instead";
-  }
+// linear_strided on rows alone, in a batch, in a suffix of it and over 1-3 threads.
+void expect_batch_invariant() {
+  SCOPED_TRACE(gemm_backend_name());
   struct Shape {
     int64_t out, in;
   };
@@ -125,6 +133,18 @@ TEST_F(GemmTest, AvxKernelIsBatchInvariant) {
   }
 }
 
+TEST_F(GemmTest, AvxKernelsAreBatchInvariant) {
+  if (!gemm_nt_avx512_available() && !gemm_nt_avx2_available()) {
+    GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2 + FMA; OpenBLAS runs instead";
+  }
+  for (const GemmBackend backend : backends()) {
+    if (backend != GemmBackend::kBlas) {
+      set_gemm_backend(backend);
+      expect_batch_invariant();
+    }
+  }
+}
+
 // A group (the MoE's experts, the projections of one x) gives each product exactly the bits of
 // computing it alone: strided and packed x, tails, an empty K and an empty product among them.
 TEST_F(GemmTest, GroupGivesEveryProductItsOwnBits) {
@@ -142,7 +162,7 @@ TEST_F(GemmTest, GroupGivesEveryProductItsOwnBits) {
     ws.push_back(random_values(static_cast<size_t>(std::max<int64_t>(s.out * s.in, 1)),
                                static_cast<uint32_t>(2 * i + 41)));
   }
-  for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
+  for (const GemmBackend backend : backends()) {
     set_gemm_backend(backend);
     for (const int threads : {1, 2, 3}) {
       set_compute_threads(threads);
@@ -170,7 +190,7 @@ TEST_F(GemmTest, GroupGivesEveryProductItsOwnBits) {
 // A weight held in bf16 (model/bf16_weights.hpp) gives exactly the bits of the same values in
 // fp32, through linear() and linear_group, on both backends, with every K tail.
 TEST_F(GemmTest, Bf16WeightsGiveTheFp32Bits) {
-  for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
+  for (const GemmBackend backend : backends()) {
     set_gemm_backend(backend);
     for (const int threads : {1, 2}) {
       set_compute_threads(threads);
@@ -215,7 +235,7 @@ TEST_F(GemmTest, Bf16WeightsGiveTheFp32Bits) {
 }
 
 TEST_F(GemmTest, NanStaysInItsRow) {
-  for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
+  for (const GemmBackend backend : backends()) {
     set_gemm_backend(backend);
     constexpr int64_t kRows = 6, kOut = 9, kIn = 40;
     auto x = random_values(kRows * kIn, 3);

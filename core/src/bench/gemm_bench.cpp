@@ -70,6 +70,11 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
   if (ops::gemm_nt_bf16_available()) {
     variants.insert(variants.begin() + 4, {ops::GemmBackend::kAuto, true, true});
   }
+  if (ops::gemm_nt_avx2_available()) {  // the AVX2 kernel: the default where AVX-512 is missing
+    const ops::GemmBackend avx2 =
+        ops::gemm_nt_avx512_available() ? ops::GemmBackend::kAvx2 : ops::GemmBackend::kAuto;
+    variants.insert(variants.end() - 1, {{avx2, false}, {avx2, true}});
+  }
   const int threads_before = ops::compute_threads();
   std::string table =
       "| rows x out x in | backend | threads | hot µs | hot GFLOP/s | cold µs | cold GFLOP/s | "

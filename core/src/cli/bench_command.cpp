@@ -35,8 +35,9 @@ void add_bench_command(CLI::App& app) {
                bench::format_decode_table(*options, result));
   });
   auto gemm_options = std::make_shared<bench::GemmBenchOptions>();
-  auto* gemm = bench->add_subcommand(
-      "gemm", "y = x W^T on a decode step's shapes: our AVX-512 kernel vs OpenBLAS, hot vs cold W");
+  auto* gemm = bench->add_subcommand("gemm",
+                                     "y = x W^T on a decode step's shapes: our AVX-512 and AVX2 "
+                                     "kernels vs OpenBLAS, hot vs cold W");
   gemm->add_option("--threads", gemm_options->threads, "thread counts to run (e.g. 1,2)")
       ->delimiter(',')
       ->capture_default_str();

@@ -1,6 +1,7 @@
 #include "model/weight_panels.hpp"
 
 #include "ops/gemm_nt.hpp"
+#include "ops/linear.hpp"  // gemm_reads_panels
 
 namespace tessera::dsv4 {
 namespace {
@@ -16,7 +17,7 @@ void pack(TensorStorage<T>& rows, int64_t out, int64_t in, TensorStorage<T>& pan
 }  // namespace
 
 int64_t pack_linear_weights_into_panels(ModelWeights& weights, bool keep_bf16_rows) {
-  if (!ops::gemm_nt_avx512_available()) {
+  if (!ops::gemm_reads_panels()) {
     return 0;
   }
   int64_t packed = 0;

@@ -61,8 +61,13 @@ void unpack_weight_panels(const uint16_t* w_panels, int64_t panel_stride, int64_
 // multiples of it keeps every block whole.
 inline constexpr int kGemmNtRowsPerBlock = 6;
 
-// True when this CPU runs the AVX-512 kernel (AVX-512 F + DQ); otherwise callers use BLAS.
+// True when this CPU runs the AVX-512 kernel (AVX-512 F + DQ).
 bool gemm_nt_avx512_available();
+
+// True when this CPU runs the AVX2 + FMA kernel (gemm_nt_avx2.cpp: the same method on 8 lanes,
+// batch-invariant too, other bits), which linear() uses where AVX-512 is missing; with neither,
+// callers use BLAS.
+bool gemm_nt_avx2_available();
 
 // True when the CPU also runs the bf16-activation kernel (AVX512_BF16 and BW).
 bool gemm_nt_bf16_available();
@@ -76,13 +81,17 @@ bool gemm_nt_amx_available();
 // out[rows, in] (dense) = x rounded to bf16, nearest even. Requires gemm_nt_bf16_available().
 void round_rows_to_bf16(const float* x, int64_t rows, int64_t in, int64_t ldx, uint16_t* out);
 
-// The kernel walks W in chunks of this many rows (a multiple of 4) and prefetches the next chunk
-// of its range while computing one: a range of several chunks streams W best.
-int64_t gemm_nt_avx512_cols_per_chunk(int64_t rows, int64_t in);
+// Both kernels walk W in chunks of this many rows (a multiple of 4) and prefetch the next chunk
+// of their range while computing one: a range of several chunks streams W best.
+int64_t gemm_nt_cols_per_chunk(int64_t rows, int64_t in);
 
 // Computes output columns [n_begin, n_end) of Y for all rows. Requires gemm_nt_avx512_available().
 // Splitting [0, out) into ranges at multiples of 4 and calling this on each (from any threads)
 // gives the same bits as one call.
 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
+
+// The same on the AVX2 kernel, for fp32 x and W in rows (fp32 or bf16; not panels, not bf16 x).
+// Requires gemm_nt_avx2_available().
+void gemm_nt_avx2(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 
 }  // namespace tessera::ops

@@ -89,7 +89,7 @@ TS_AVX512 inline BlockSums block_rows(int mr, const float* const* xr, const W* c
 
 }  // namespace
 
-int64_t gemm_nt_avx512_cols_per_chunk(int64_t rows, int64_t in) {
+int64_t gemm_nt_cols_per_chunk(int64_t rows, int64_t in) {
   return cols_per_chunk_for(rows, std::max<int64_t>(in, 1));
 }
 

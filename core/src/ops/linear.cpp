@@ -28,6 +28,9 @@ GemmBackend initial_backend() {
   if (env != nullptr && std::string_view(env) == "blas") {
     return GemmBackend::kBlas;
   }
+  if (env != nullptr && std::string_view(env) == "avx2") {
+    return GemmBackend::kAvx2;
+  }
   return GemmBackend::kAuto;
 }
 
@@ -35,9 +38,26 @@ std::atomic<GemmBackend> g_backend{initial_backend()};
 
 }  // namespace
 
-bool use_avx512() {
+bool avx512_kernel() {
   return g_backend.load(std::memory_order_relaxed) == GemmBackend::kAuto &&
          gemm_nt_avx512_available();
+}
+
+bool use_own_kernel() {
+  return g_backend.load(std::memory_order_relaxed) != GemmBackend::kBlas &&
+         (avx512_kernel() || gemm_nt_avx2_available());
+}
+
+bool own_kernel_takes(const GemmNtArgs& a) {
+  return use_own_kernel() && (avx512_kernel() || (!a.in_panels() && a.x_bf16 == nullptr));
+}
+
+void gemm_nt_columns(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
+  if (avx512_kernel()) {
+    gemm_nt_avx512(a, n_begin, n_end);
+  } else {
+    gemm_nt_avx2(a, n_begin, n_end);
+  }
 }
 
 void pack_rows(GemmNtArgs& a, std::vector<float>& store) {
@@ -54,7 +74,7 @@ void pack_rows(GemmNtArgs& a, std::vector<float>& store) {
 
 bool takes_bf16_x(const GemmNtArgs& a) {
   return a.w_bf16 != nullptr && a.rows > 0 && a.in > 0 && bf16_activations() &&
-         gemm_nt_bf16_available();
+         gemm_nt_bf16_available() && avx512_kernel();
 }
 
 void round_x_to_bf16(GemmNtArgs& a, std::vector<uint16_t>& store) {
@@ -125,12 +145,12 @@ void split_rows(const GemmNtArgs& a, int threads) {
       part.x += r0 * a.ldx;
     }
     part.y += r0 * a.ldy;
-    gemm_nt_avx512(part, 0, a.out);
+    gemm_nt_columns(part, 0, a.out);
   });
 }
 
 // Our kernel over compute_threads() threads.
-void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
+void linear_own_kernel(GemmNtArgs a, const AfterRange& after = {}) {
   // Rows of x a multiple of 4 KiB apart (a head group's slice of [T, H * Dh]) all fall into the
   // same L1 sets and evict each other while every block of W meets them: copy them together
   // first (rows * in floats, against rows * in * out multiply-adds).
@@ -150,12 +170,12 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
     const int64_t items = (a.out + after.columns - 1) / after.columns;
     parallel_for(items, threads, [&](int64_t i) {
       const int64_t begin = i * after.columns, end = std::min(a.out, begin + after.columns);
-      gemm_nt_avx512(a, begin, end);
+      gemm_nt_columns(a, begin, end);
       after.call(after.ctx, i, begin, end);
     });
     return;
   }
-  int64_t unit = gemm_nt_avx512_cols_per_chunk(a.rows, a.in);
+  int64_t unit = gemm_nt_cols_per_chunk(a.rows, a.in);
   const int64_t chunks = (a.out + unit - 1) / unit;
   if (chunks < threads * kItemsPerThread && threads > 1 &&
       a.rows >= int64_t{threads} * kGemmNtRowsPerBlock) {
@@ -170,12 +190,12 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
                         a.rows * a.out * a.in / kMinMaddsPerItem),
       1, threads * kItemsPerThread);
   if (items == 1 || threads == 1) {
-    gemm_nt_avx512(a, 0, a.out);
+    gemm_nt_columns(a, 0, a.out);
     return;
   }
   parallel_for(items, threads, [&](int64_t i) {
-    gemm_nt_avx512(a, std::min(a.out, units * i / items * unit),
-                   std::min(a.out, units * (i + 1) / items * unit));
+    gemm_nt_columns(a, std::min(a.out, units * i / items * unit),
+                    std::min(a.out, units * (i + 1) / items * unit));
   });
 }
 
@@ -183,9 +203,13 @@ void linear_avx512(GemmNtArgs a, const AfterRange& after = {}) {
 
 void set_gemm_backend(GemmBackend backend) { g_backend.store(backend); }
 
-const char* gemm_backend_name() { return use_avx512() ? "avx512" : "openblas"; }
+const char* gemm_backend_name() {
+  return avx512_kernel() ? "avx512" : use_own_kernel() ? "avx2" : "openblas";
+}
 
-bool gemm_reads_bf16_weights() { return use_avx512(); }
+bool gemm_reads_bf16_weights() { return use_own_kernel(); }
+
+bool gemm_reads_panels() { return avx512_kernel(); }
 
 namespace linear_detail {
 
@@ -197,8 +221,8 @@ void linear_args(const GemmNtArgs& args) {
     zero_output(args);
     return;
   }
-  if (use_avx512()) {
-    linear_avx512(args);
+  if (own_kernel_takes(args)) {
+    linear_own_kernel(args);
     return;
   }
   linear_blas(args);
@@ -269,7 +293,7 @@ void linear_scanned(const float* x, int64_t rows, const dsv4::Tensor& w, float* 
   // A few rows are scanned afterwards (a decode's 1 x vocab is still in the L2 then, and keeps
   // linear()'s split of W, which streams it best); only many rows' y outgrows the cache.
   constexpr int64_t kScanWhileWritingFrom = 8;
-  if (rows < kScanWhileWritingFrom || out == 0 || args.in == 0 || !use_avx512()) {
+  if (rows < kScanWhileWritingFrom || out == 0 || args.in == 0 || !own_kernel_takes(args)) {
     linear_args(args);
     if (out > 0) {
       scan_columns(y, rows, out, 0, out, scans, gmax, groups);
@@ -297,7 +321,7 @@ void linear_scanned(const float* x, int64_t rows, const dsv4::Tensor& w, float* 
                                         k.group_max, k.groups);
                          },
                          &ctx, kColumns};
-  linear_avx512(args, after);
+  linear_own_kernel(args, after);
   for (int64_t r = 0; r < rows; ++r) {  // column order: the lowest column wins a tie
     RowScan s = partial[static_cast<size_t>(r)];
     for (int64_t i = 1; i < items; ++i) {

@@ -1,6 +1,8 @@
 // Dense fp32 linear layers. Linear weights are [out, in] row-major, as stored in DeepSeek
-// checkpoints. On CPUs with AVX-512 our batch-invariant kernel runs (gemm_nt.hpp), split over
-// compute_threads(); elsewhere, or with TESSERA_GEMM=blas in the environment, OpenBLAS does.
+// checkpoints. Our batch-invariant kernel runs (gemm_nt.hpp), split over compute_threads(): the
+// AVX-512 one where the CPU has it, else the AVX2 + FMA one; on a CPU with neither, or with
+// TESSERA_GEMM=blas in the environment, OpenBLAS does (TESSERA_GEMM=avx2: the AVX2 kernel even
+// where AVX-512 exists).
 #pragma once
 
 #include <cstdint>
@@ -12,14 +14,18 @@
 
 namespace tessera::ops {
 
-enum class GemmBackend { kAuto, kBlas };  // kAuto: AVX-512 kernel when the CPU has it, else BLAS
+// kAuto: the AVX-512 kernel where the CPU has it, else the AVX2 one, else BLAS. kAvx2: the AVX2
+// kernel (else BLAS), where weights are not packed for AVX-512 (tests, A/B of the kernels).
+enum class GemmBackend { kAuto, kAvx2, kBlas };
 
 // Process-wide; for tests and A/B of the kernels. The default comes from TESSERA_GEMM.
 void set_gemm_backend(GemmBackend backend);
-const char* gemm_backend_name();  // "avx512" or "openblas": what linear() runs now
+const char* gemm_backend_name();  // "avx512", "avx2" or "openblas": what linear() runs now
 // True when linear() reads bf16 weights at full speed (our kernel widens them in registers); the
 // OpenBLAS fallback widens a copy of W on every call, so bf16 storage only pays with our kernel.
 bool gemm_reads_bf16_weights();
+// True when linear() reads weights packed into panels (pack_weight_panels): the AVX-512 kernel.
+bool gemm_reads_panels();
 
 // y[rows, out] = x[rows, in] . W^T          (W: [out, in])
 void linear(const float* x, int64_t rows, const dsv4::Tensor& w, float* y);

@@ -16,9 +16,16 @@ namespace tessera::ops::linear_detail {
 // one atomic increment, a helper's hand-off about a microsecond).
 inline constexpr int64_t kMinMaddsPerItem = int64_t{64} * 1024;
 
-// Our AVX-512 kernel (not OpenBLAS) computes the products.
-bool use_avx512();
-// x rows a multiple of 4 KiB apart, copied together (see linear_avx512); `store` owns the copy.
+// The AVX-512 kernel is ours for this CPU and backend (else the AVX2 one, or none).
+bool avx512_kernel();
+// One of our kernels (not OpenBLAS) computes the products.
+bool use_own_kernel();
+// Our kernel computes this product: the AVX2 one reads neither panels nor bf16 x (OpenBLAS does
+// where a test forces it over weights packed for AVX-512).
+bool own_kernel_takes(const GemmNtArgs& a);
+// Columns [n_begin, n_end) of a product our kernel takes, on whichever is ours.
+void gemm_nt_columns(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
+// x rows a multiple of 4 KiB apart, copied together (see linear_own_kernel); `store` owns the copy.
 void pack_rows(GemmNtArgs& a, std::vector<float>& store);
 // bf16 activations (Bf16ActivationScope) apply to this product: its weight is held in bf16.
 bool takes_bf16_x(const GemmNtArgs& a);

@@ -64,7 +64,7 @@ void run_in_equal_pieces(std::span<const GemmNtArgs> args, int64_t total, int th
     for (size_t i = piece_start[static_cast<size_t>(p)];
          i < piece_start[static_cast<size_t>(p) + 1]; ++i) {
       const Segment& s = segments[i];
-      gemm_nt_avx512(args[static_cast<size_t>(s.gemm)], s.begin, s.end);
+      gemm_nt_columns(args[static_cast<size_t>(s.gemm)], s.begin, s.end);
     }
   });
 }
@@ -73,7 +73,8 @@ void run_in_equal_pieces(std::span<const GemmNtArgs> args, int64_t total, int th
 
 void linear_group(std::span<const GemmNtArgs> gemms) {
   const int threads = compute_threads();
-  if (gemms.size() <= 1 || threads == 1 || !use_avx512()) {
+  if (gemms.size() <= 1 || threads == 1 ||
+      !std::all_of(gemms.begin(), gemms.end(), own_kernel_takes)) {
     for (const GemmNtArgs& g : gemms) {
       linear_args(g);
     }
@@ -133,7 +134,7 @@ void linear_group(std::span<const GemmNtArgs> gemms) {
                    [](const Item& p, const Item& q) { return p.madds > q.madds; });
   parallel_for(static_cast<int64_t>(items.size()), threads, [&](int64_t i) {
     const Item& it = items[static_cast<size_t>(i)];
-    gemm_nt_avx512(args[static_cast<size_t>(it.gemm)], it.begin, it.end);
+    gemm_nt_columns(args[static_cast<size_t>(it.gemm)], it.begin, it.end);
   });
 }
 
