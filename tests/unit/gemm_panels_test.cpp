@@ -1,8 +1,9 @@
-// Weights packed into panels (ops::pack_weight_panels, the outer-product kernel of
-// gemm_nt_panels.cpp): products against a double-precision reference on both backends (OpenBLAS
-// unpacks them), every tail of rows, columns and K, products over rows of W that do not start a
-// panel and over a range of input columns; and the kernel's promises: batch- and split-invariant,
-// bf16 panels give the fp32 panels' bits, packing and unpacking give the rows back.
+// Weights packed into panels (ops::pack_weight_panels, the outer-product kernels of
+// gemm_nt_panels.cpp and gemm_nt_panels_avx2.cpp): products against a double-precision reference
+// on every backend the CPU runs (OpenBLAS unpacks them), every tail of rows, columns and K,
+// products over rows of W that do not start a panel and over a range of input columns; and the
+// kernel's promises: batch- and split-invariant, bf16 panels give the fp32 panels' bits, packing
+// and unpacking give the rows back.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -21,11 +22,24 @@
 namespace tessera::ops {
 namespace {
 
+// OpenBLAS and our kernels this CPU runs: the default (AVX-512, else AVX2) and the AVX2 one.
+std::vector<GemmBackend> backends(bool with_blas) {
+  std::vector<GemmBackend> all{GemmBackend::kAuto};
+  if (with_blas) {
+    all.push_back(GemmBackend::kBlas);
+  }
+  if (gemm_nt_avx512_available() && gemm_nt_avx2_available()) {
+    all.push_back(GemmBackend::kAvx2);
+  }
+  return all;
+}
+
 class GemmPanelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!gemm_nt_avx512_available()) {
-      GTEST_SKIP() << "this CPU has no AVX-512: weights are never packed into panels";
+    if (!gemm_reads_panels()) {
+      GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2 + FMA: weights are never packed into "
+                      "panels";
     }
   }
   void TearDown() override {
@@ -79,10 +93,10 @@ void expect_reference(const std::vector<float>& x, int64_t rows, int64_t in,
   }
 }
 
-TEST_F(GemmPanelsTest, MatchesDoubleReferenceOnEveryShapeAndBothBackends) {
+TEST_F(GemmPanelsTest, MatchesDoubleReferenceOnEveryShapeAndEveryBackend) {
   constexpr float kSentinel = 12345.0f;
   uint32_t seed = 1;
-  for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
+  for (const GemmBackend backend : backends(true)) {
     set_gemm_backend(backend);
     for (const int threads : {1, 2}) {
       set_compute_threads(threads);
@@ -113,7 +127,7 @@ TEST_F(GemmPanelsTest, RowRangesAndInputColumnRangesOfPanels) {
   const auto x = random_values(static_cast<size_t>(rows * in), 5);
   const auto w = random_values(static_cast<size_t>(out * in), 6);
   const dsv4::Tensor t = packed(w, out, in);
-  for (const GemmBackend backend : {GemmBackend::kAuto, GemmBackend::kBlas}) {
+  for (const GemmBackend backend : backends(true)) {
     set_gemm_backend(backend);
     for (const int64_t first_row : {0, 5, 16, 21, 69}) {
       for (const int64_t count : {int64_t{1}, int64_t{19}, out - first_row}) {
@@ -138,7 +152,8 @@ TEST_F(GemmPanelsTest, RowRangesAndInputColumnRangesOfPanels) {
 
 // Every output is one FMA chain over k: the same bits alone or in any batch, on any thread split,
 // in a group split finely, and from bf16 panels of bf16 values as from fp32 panels.
-TEST_F(GemmPanelsTest, BatchSplitAndStorageInvariant) {
+void expect_split_and_storage_invariant() {
+  SCOPED_TRACE(gemm_backend_name());
   const int64_t kRows = 67, kOut = 203, kIn = 517;
   const auto x = random_values(static_cast<size_t>(kRows * kIn), 11);
   auto w = random_values(static_cast<size_t>(kOut * kIn), 12);
@@ -175,10 +190,34 @@ TEST_F(GemmPanelsTest, BatchSplitAndStorageInvariant) {
   EXPECT_EQ(y, batch) << "a group changed bits";
 }
 
+TEST_F(GemmPanelsTest, BatchSplitAndStorageInvariant) {
+  for (const GemmBackend backend : backends(false)) {
+    set_gemm_backend(backend);
+    expect_split_and_storage_invariant();
+  }
+}
+
+// The AVX2 tiles hold a panel in two vectors, the AVX-512 ones in one: each output is still the
+// same FMA chain, so the two kernels give the same bits.
+TEST_F(GemmPanelsTest, Avx2AndAvx512KernelsGiveTheSameBits) {
+  if (!gemm_nt_avx512_available() || !gemm_nt_avx2_available()) {
+    GTEST_SKIP() << "needs both kernels: this CPU has " << gemm_backend_name() << " only";
+  }
+  const int64_t kRows = 67, kOut = 203, kIn = 517;
+  const auto x = random_values(static_cast<size_t>(kRows * kIn), 31);
+  const dsv4::Tensor w = packed(random_values(static_cast<size_t>(kOut * kIn), 32), kOut, kIn);
+  const auto avx512 = linear_on_threads(x.data(), kRows, w, 2);
+  set_gemm_backend(GemmBackend::kAvx2);
+  ASSERT_STREQ(gemm_backend_name(), "avx2");
+  EXPECT_EQ(linear_on_threads(x.data(), kRows, w, 2), avx512);
+  EXPECT_EQ(linear_on_threads(x.data(), 1, w, 1),
+            std::vector<float>(avx512.begin(), avx512.begin() + kOut));
+}
+
 // The mHC's mixing product (24 outputs of a 2048-wide row, 32 tokens a thread): with so long a K
 // a chunk of panels is held to a whole tile's width. Rows alone, in a batch, on 1 or 2 threads:
 // the same bits.
-TEST_F(GemmPanelsTest, LongInputsKeepTheBitsOfEveryRowAlone) {
+void expect_long_inputs_keep_the_bits() {
   const int64_t kRows = 33, kOut = 24, kIn = 2048;
   const auto x = random_values(static_cast<size_t>(kRows * kIn), 21);
   const dsv4::Tensor t = packed(random_values(static_cast<size_t>(kOut * kIn), 22), kOut, kIn);
@@ -192,6 +231,14 @@ TEST_F(GemmPanelsTest, LongInputsKeepTheBitsOfEveryRowAlone) {
     for (int64_t n = 0; n < kOut; ++n) {
       ASSERT_EQ(alone[n], batch[m * kOut + n]) << "row " << m << " alone vs in a batch, col " << n;
     }
+  }
+}
+
+TEST_F(GemmPanelsTest, LongInputsKeepTheBitsOfEveryRowAlone) {
+  for (const GemmBackend backend : backends(false)) {
+    set_gemm_backend(backend);
+    SCOPED_TRACE(gemm_backend_name());
+    expect_long_inputs_keep_the_bits();
   }
 }
 

@@ -73,7 +73,9 @@ std::string run_gemm_bench(const GemmBenchOptions& options) {
   if (ops::gemm_nt_avx2_available()) {  // the AVX2 kernel: the default where AVX-512 is missing
     const ops::GemmBackend avx2 =
         ops::gemm_nt_avx512_available() ? ops::GemmBackend::kAvx2 : ops::GemmBackend::kAuto;
-    variants.insert(variants.end() - 1, {{avx2, false}, {avx2, true}});
+    variants.insert(
+        variants.end() - 1,
+        {{avx2, false}, {avx2, false, false, true}, {avx2, true}, {avx2, true, false, true}});
   }
   const int threads_before = ops::compute_threads();
   std::string table =

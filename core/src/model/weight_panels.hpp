@@ -13,7 +13,7 @@
 namespace tessera::dsv4 {
 
 // Packs every 2-D linear weight (for_each_linear_weight) into Tensor::panels (fp32) or
-// Tensor::bf16_panels, where our AVX-512 kernel runs (ops::gemm_reads_panels()); bf16
+// Tensor::bf16_panels, where our kernels run (ops::gemm_reads_panels(): AVX-512 or AVX2); bf16
 // weights stay rows when keep_bf16_rows (the bf16-activation kernels, model.dtype = "bf16", read
 // rows). Returns the number of tensors packed.
 int64_t pack_linear_weights_into_panels(ModelWeights& weights, bool keep_bf16_rows);

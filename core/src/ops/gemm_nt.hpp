@@ -64,9 +64,9 @@ inline constexpr int kGemmNtRowsPerBlock = 6;
 // True when this CPU runs the AVX-512 kernel (AVX-512 F + DQ).
 bool gemm_nt_avx512_available();
 
-// True when this CPU runs the AVX2 + FMA kernel (gemm_nt_avx2.cpp: the same method on 8 lanes,
-// batch-invariant too, other bits), which linear() uses where AVX-512 is missing; with neither,
-// callers use BLAS.
+// True when this CPU runs the AVX2 + FMA kernels (gemm_nt_avx2.cpp: the dot-product method on 8
+// lanes, batch-invariant too, other bits; gemm_nt_panels_avx2.cpp: the panel kernel, the same
+// bits), which linear() uses where AVX-512 is missing; with neither, callers use BLAS.
 bool gemm_nt_avx2_available();
 
 // True when the CPU also runs the bf16-activation kernel (AVX512_BF16 and BW).
@@ -90,7 +90,7 @@ int64_t gemm_nt_cols_per_chunk(int64_t rows, int64_t in);
 // gives the same bits as one call.
 void gemm_nt_avx512(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 
-// The same on the AVX2 kernel, for fp32 x and W in rows (fp32 or bf16; not panels, not bf16 x).
+// The same on the AVX2 kernels, for fp32 x (not bf16 x) and W in rows or panels, fp32 or bf16.
 // Requires gemm_nt_avx2_available().
 void gemm_nt_avx2(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 

@@ -12,9 +12,7 @@
 #include <cstdint>
 
 #include "ops/gemm_nt.hpp"
-#include "ops/gemm_nt_blocks.hpp"  // cols_per_chunk_for, rows_per_chunk, next_chunk_for
-
-#define TS_AVX2 __attribute__((target("avx2,fma")))
+#include "ops/gemm_nt_blocks.hpp"  // TS_AVX2, cols_per_chunk_for, rows_per_chunk, next_chunk_for
 
 namespace tessera::ops {
 namespace {
@@ -82,8 +80,11 @@ TS_AVX2 inline void store_row(__m128 sums, float* y, int nr) {
 template <int MR, typename W>
 TS_AVX2 void block(const float* const* xr, const W* const* wr, int64_t K, const NextChunk& next,
                    float* y, int64_t ldy, int nr) {
+  // Every loop over acc is fully unrolled (constant indices keep it in registers).
   __m256 acc[MR][4];
+#pragma GCC unroll 3
   for (auto& row : acc) {
+#pragma GCC unroll 4
     for (auto& a : row) {
       a = _mm256_setzero_ps();
     }
@@ -93,11 +94,14 @@ TS_AVX2 void block(const float* const* xr, const W* const* wr, int64_t K, const 
   for (int64_t step = 0; k + kLanes8 <= K; k += kLanes8, ++step) {
     prefetch_next(next, step, hit, k * static_cast<int64_t>(sizeof(W)));
     __m256 xv[MR];
+#pragma GCC unroll 3
     for (int i = 0; i < MR; ++i) {
       xv[i] = _mm256_loadu_ps(xr[i] + k);
     }
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256 wv = load_w(wr[j] + k);
+#pragma GCC unroll 3
       for (int i = 0; i < MR; ++i) {
         acc[i][j] = _mm256_fmadd_ps(xv[i], wv, acc[i][j]);
       }
@@ -110,16 +114,20 @@ TS_AVX2 void block(const float* const* xr, const W* const* wr, int64_t K, const 
     }
     const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits));
     __m256 xv[MR];
+#pragma GCC unroll 3
     for (int i = 0; i < MR; ++i) {
       xv[i] = _mm256_maskload_ps(xr[i] + k, mask);
     }
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256 wv = load_tail(mask, K - k, wr[j] + k);
+#pragma GCC unroll 3
       for (int i = 0; i < MR; ++i) {
         acc[i][j] = _mm256_fmadd_ps(xv[i], wv, acc[i][j]);
       }
     }
   }
+#pragma GCC unroll 3
   for (int i = 0; i < MR; ++i) {
     store_row(fold_row(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), y + i * ldy, nr);
   }
@@ -174,7 +182,9 @@ bool gemm_nt_avx2_available() {
 }
 
 TS_AVX2 void gemm_nt_avx2(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
-  if (a.w_bf16 != nullptr) {
+  if (a.in_panels()) {
+    gemm_detail::gemm_nt_range_panels_avx2(a, n_begin, n_end);
+  } else if (a.w_bf16 != nullptr) {
     gemm_nt_range(a, a.w_bf16, n_begin, n_end);
   } else {
     gemm_nt_range(a, a.w, n_begin, n_end);

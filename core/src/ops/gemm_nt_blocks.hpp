@@ -1,6 +1,6 @@
-// Internal to the AVX-512 GEMM (gemm_nt_avx512.cpp, gemm_nt_bf16.cpp): the register blocking
-// both kernels share — constants, the fixed folds that sum an accumulator block's lanes, and the
-// prefetch of the next chunk of W. Functions carry their own target attributes (the files are
+// Internal to the GEMM kernels (gemm_nt_avx512.cpp, gemm_nt_bf16.cpp): the register blocking
+// the AVX-512 ones share — constants, the fixed folds that sum an accumulator block's lanes, and
+// the prefetch of the next chunk of W. Functions carry their own target attributes (the files are
 // compiled for the baseline ISA), so nothing here runs unless a caller checked the CPU.
 #pragma once
 
@@ -16,6 +16,8 @@
 #define TS_AVX512_BF16 __attribute__((target("avx512f,avx512dq,avx512bw,avx512bf16")))
 // The AMX kernel (gemm_nt_amx.cpp): tiles, TDPBF16PS, and AVX-512 BW for its packing.
 #define TS_AMX __attribute__((target("avx512f,avx512dq,avx512bw,amx-tile,amx-bf16")))
+// The AVX2 kernels (gemm_nt_avx2.cpp, gemm_nt_panels_avx2.cpp).
+#define TS_AVX2 __attribute__((target("avx2,fma")))
 
 namespace tessera::ops::gemm_detail {
 
@@ -192,6 +194,10 @@ TS_AVX512_BF16 void gemm_nt_range_bf16(const GemmNtArgs& a, int64_t n_begin, int
 
 // Columns [n_begin, n_end) of a product with fp32 x and W in panels (gemm_nt_panels.cpp).
 TS_AVX512 void gemm_nt_range_panels(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
+
+// Columns [n_begin, n_end) of a product with fp32 x and W in panels on AVX2 + FMA
+// (gemm_nt_panels_avx2.cpp; the AVX-512 panel kernel's bits).
+TS_AVX2 void gemm_nt_range_panels_avx2(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 
 // The same columns on AMX tiles (gemm_nt_amx.cpp; requires gemm_nt_amx_available()).
 TS_AMX void gemm_nt_range_amx(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);

@@ -49,7 +49,7 @@ bool use_own_kernel() {
 }
 
 bool own_kernel_takes(const GemmNtArgs& a) {
-  return use_own_kernel() && (avx512_kernel() || (!a.in_panels() && a.x_bf16 == nullptr));
+  return use_own_kernel() && (avx512_kernel() || a.x_bf16 == nullptr);
 }
 
 void gemm_nt_columns(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
@@ -209,7 +209,7 @@ const char* gemm_backend_name() {
 
 bool gemm_reads_bf16_weights() { return use_own_kernel(); }
 
-bool gemm_reads_panels() { return avx512_kernel(); }
+bool gemm_reads_panels() { return use_own_kernel(); }
 
 namespace linear_detail {
 

@@ -15,7 +15,7 @@
 namespace tessera::ops {
 
 // kAuto: the AVX-512 kernel where the CPU has it, else the AVX2 one, else BLAS. kAvx2: the AVX2
-// kernel (else BLAS), where weights are not packed for AVX-512 (tests, A/B of the kernels).
+// kernel (else BLAS) even where AVX-512 exists (tests, A/B of the kernels).
 enum class GemmBackend { kAuto, kAvx2, kBlas };
 
 // Process-wide; for tests and A/B of the kernels. The default comes from TESSERA_GEMM.
@@ -24,7 +24,7 @@ const char* gemm_backend_name();  // "avx512", "avx2" or "openblas": what linear
 // True when linear() reads bf16 weights at full speed (our kernel widens them in registers); the
 // OpenBLAS fallback widens a copy of W on every call, so bf16 storage only pays with our kernel.
 bool gemm_reads_bf16_weights();
-// True when linear() reads weights packed into panels (pack_weight_panels): the AVX-512 kernel.
+// True when linear() reads weights packed into panels (pack_weight_panels): our kernels do.
 bool gemm_reads_panels();
 
 // y[rows, out] = x[rows, in] . W^T          (W: [out, in])

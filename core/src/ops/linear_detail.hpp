@@ -20,8 +20,7 @@ inline constexpr int64_t kMinMaddsPerItem = int64_t{64} * 1024;
 bool avx512_kernel();
 // One of our kernels (not OpenBLAS) computes the products.
 bool use_own_kernel();
-// Our kernel computes this product: the AVX2 one reads neither panels nor bf16 x (OpenBLAS does
-// where a test forces it over weights packed for AVX-512).
+// Our kernel computes this product: the AVX2 ones do not read bf16 x.
 bool own_kernel_takes(const GemmNtArgs& a);
 // Columns [n_begin, n_end) of a product our kernel takes, on whichever is ours.
 void gemm_nt_columns(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
