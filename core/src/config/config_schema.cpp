@@ -115,8 +115,9 @@ const std::vector<KeySpec>& keys() {
              {"auto", "fp32"},
              "How linear weights are held in memory. \"auto\": in bf16 when every value is a "
              "bfloat16 (BF16, FP8 and FP4 checkpoints: lossless, same outputs, half the bytes) "
-             "and the CPU runs the AVX-512 GEMM, else fp32. \"fp32\": all widened to fp32 (the "
-             "A/B baseline). Either way, where the AVX-512 GEMM runs they are packed into "
+             "and the CPU runs our GEMM (AVX-512, or AVX2 + FMA), else fp32. \"fp32\": all "
+             "widened to fp32 (the A/B baseline). Either way, where our GEMM runs they are "
+             "packed into "
              "panels of 16 outputs for its outer-product kernel (bf16 ones stay rows when dtype "
              "= \"bf16\"), and they are copied into one arena on 2 MiB pages where the kernel "
              "grants them (same values; fewer TLB misses when a step streams them)."),
