@@ -17,15 +17,16 @@ namespace tessera::bench {
 namespace {
 
 struct Setting {
+  const char* key;  // --settings
   const char* name;
   float temperature;
   float top_p;
 };
 
 const Setting kSettings[] = {
-    {"greedy", 0.0f, 1.0f},
-    {"T = 1", 1.0f, 1.0f},
-    {"T = 1, top_p 0.95", 1.0f, 0.95f},
+    {"greedy", "greedy", 0.0f, 1.0f},
+    {"t1", "T = 1", 1.0f, 1.0f},
+    {"top_p", "T = 1, top_p 0.95", 1.0f, 0.95f},
 };
 
 // Standard normal deviates from splitmix64 + Box-Muller: reproducible, no <random> distribution
@@ -162,6 +163,10 @@ std::string run_sampler_bench(const SamplerBenchOptions& options) {
         context[i] = static_cast<int32_t>((i * 7919 + 1) % static_cast<size_t>(vocab));
       }
       for (const Setting& setting : kSettings) {
+        if (std::find(options.settings.begin(), options.settings.end(), setting.key) ==
+            options.settings.end()) {
+          continue;
+        }
         for (const int threads : options.threads) {
           ops::set_compute_threads(threads);
           const double hot = time_calls(sampler, ring, h, 1, options.rows, vocab, context, setting,

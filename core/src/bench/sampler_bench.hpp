@@ -24,6 +24,7 @@ struct SamplerBenchOptions {
   double seconds_per_cell = 0.3;
   std::string hints = "none";  // none: sample(); groups: sample_grouped() with the rows' groups
   int context_tokens = 3;      // each row's prompt_tokens: a request's whole context, every step
+  std::vector<std::string> settings = {"greedy", "t1", "top_p"};  // which rows of kSettings
 };
 
 // Runs every vocab x spread x setting x threads and returns the markdown table.

@@ -82,6 +82,13 @@ void add_bench_command(CLI::App& app) {
                    "maxima, found beforehand as the vocabulary head finds them")
       ->check(CLI::IsMember({"none", "groups"}))
       ->capture_default_str();
+  sampler
+      ->add_option("--settings", sampler_options->settings,
+                   "sampling settings to run: greedy, t1 (temperature 1), top_p (T = 1, top_p "
+                   "0.95); one alone is what a profiler wants")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"greedy", "t1", "top_p"}))
+      ->capture_default_str();
   sampler->callback([sampler_options] {
     fmt::print("machine: {}\n\n{}", bench::machine_description(),
                bench::run_sampler_bench(*sampler_options));

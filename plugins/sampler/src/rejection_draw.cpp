@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "counter_rng.hpp"
 #include "fma_exp.hpp"
@@ -61,15 +62,30 @@ double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, 
 // exact).
 constexpr double kFullFactor = static_cast<double>(kFullGroup) * kSlack;
 
-// Each full block's sum as a fixed tree of its 16 bounds, the bounds kept in registers (writing
-// them out, 8 bytes a group, cost more than computing them again for a proposal's block).
+// Each full block's sum as the fixed tree of tree_sum, in four-double vectors: the bounds
+// u0..u15 in four vectors, the pair sums P0..P7 (even lanes plus odd lanes), the pairs of pairs
+// Q0..Q3 the same way, then (Q0 + Q1) + (Q2 + Q3) — every addition tree_sum makes, with the same
+// operands, so the same bits. (Left to GCC, the loop was vectorised across eight blocks with a
+// transpose of ~150 instructions a block: a fifth of a row's sampling on an AVX2 CPU.)
+using Doubles = double __attribute__((vector_size(32)));
+using Floats4 = float __attribute__((vector_size(16)));
+
 TS_SAMPLER_CLONES void full_block_sums(const float* e, int64_t blocks, double* block_sum) {
+  const Doubles factor = Doubles{} + kFullFactor;
   for (int64_t b = 0; b < blocks; ++b) {
-    double u[kLanes];
-    for (int64_t l = 0; l < kLanes; ++l) {
-      u[l] = static_cast<double>(e[b * kLanes + l]) * kFullFactor;
+    Doubles u[4];
+    for (int64_t q = 0; q < 4; ++q) {
+      Floats4 f;
+      std::memcpy(&f, e + b * kLanes + q * 4, sizeof f);
+      u[q] = __builtin_convertvector(f, Doubles) * factor;
     }
-    block_sum[b] = tree_sum(u);
+    const Doubles p_lo = __builtin_shufflevector(u[0], u[1], 0, 2, 4, 6) +
+                         __builtin_shufflevector(u[0], u[1], 1, 3, 5, 7);  // P0..P3
+    const Doubles p_hi = __builtin_shufflevector(u[2], u[3], 0, 2, 4, 6) +
+                         __builtin_shufflevector(u[2], u[3], 1, 3, 5, 7);  // P4..P7
+    const Doubles q = __builtin_shufflevector(p_lo, p_hi, 0, 2, 4, 6) +
+                      __builtin_shufflevector(p_lo, p_hi, 1, 3, 5, 7);  // Q0..Q3
+    block_sum[b] = (q[0] + q[1]) + (q[2] + q[3]);
   }
 }
 
