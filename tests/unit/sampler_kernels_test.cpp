@@ -3,11 +3,12 @@
 // within kFastExpRelError of a double-precision exp wherever the result is a normal float, within
 // kWeightAbsError below that, exactly 1 at 0 and 0 for removed (-inf) tokens; the block sums equal
 // a plain double sum of the weights. The top-p heavy-weight pass gives the same tokens, mass and
-// largest lighter weight in its AVX-512 and portable versions. The row scan (max, all finite) and
-// the first index of a value agree with plain loops in both versions, at every tail length and
-// wherever an inf or NaN sits. The rejection draw's exp (fma_exp.cpp) gives the bits of a scalar
-// fma evaluation on the running CPU's clone and is as accurate; the group maxima (group_scan.cpp)
-// are those of a plain loop over the documented grouping, at every block tail.
+// largest lighter weight in every version the CPU runs (AVX-512 or AVX2, portable) as a plain loop,
+// and so does the copy of one histogram bucket's weights. The row scan (max, all finite) and the
+// first index of a value agree with plain loops in both versions, at every tail length and wherever
+// an inf or NaN sits. The rejection draw's exp (fma_exp.cpp) gives the bits of a scalar fma
+// evaluation on the running CPU's clone and is as accurate; the group maxima (group_scan.cpp) are
+// those of a plain loop over the documented grouping, at every block tail.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,11 +21,13 @@
 #include <vector>
 
 #include "certified_top_p.hpp"
+#include "compress_avx2.hpp"
 #include "exp_weights.hpp"
 #include "fma_exp.hpp"
 #include "fma_exp_reference.hpp"
 #include "group_scan.hpp"
 #include "row_scan.hpp"
+#include "target_clones.hpp"
 
 namespace tessera::sampler {
 namespace {
@@ -122,15 +125,26 @@ TEST(SamplerExpWeights, BlockSumsAreTheWeightsSums) {
   EXPECT_NEAR(sums.total, total, 1e-12 * total);
 }
 
-TEST(SamplerTopPHeavyPass, BothVersionsAgree) {
-  for (const int n : {0, 5, 16, 17, 1000, 4096}) {
-    std::vector<float> w(static_cast<size_t>(n));
-    for (size_t i = 0; i < w.size(); ++i) {  // weights in (0, 1], about half of them >= kHeavy
-      w[i] = static_cast<float>(std::exp(-20.0 * std::abs(std::sin(0.7 * static_cast<double>(i)))));
-    }
-    std::vector<float> a(w.size() + 16), b(w.size() + 16);
-    const HeavyPass fast = heavy_weights(w.data(), n, kHeavy, a.data());
-    const HeavyPass portable = heavy_weights_portable(w.data(), n, kHeavy, b.data());
+// Weights in (0, 1], about half of them >= kHeavy, in no order (a flat row's coin tosses).
+std::vector<float> mixed_weights(int n) {
+  std::vector<float> w(static_cast<size_t>(n));
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] = static_cast<float>(std::exp(-20.0 * std::abs(std::sin(0.7 * static_cast<double>(i)))));
+  }
+  return w;
+}
+
+TEST(SamplerTopPHeavyPass, EveryVersionAgreesWithAPlainLoop) {
+  using Pass = HeavyPass (*)(const float*, int64_t, float, float*);
+  std::vector<std::pair<const char*, Pass>> versions = {{"dispatched", heavy_weights},
+                                                        {"portable", heavy_weights_portable}};
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_has_avx2()) {
+    versions.emplace_back("avx2", heavy_weights_avx2);
+  }
+#endif
+  for (const int n : {0, 5, 7, 8, 16, 17, 1000, 4096, 4099}) {
+    const std::vector<float> w = mixed_weights(n);
     std::vector<float> expected;
     double mass = 0.0;
     float below = 0.0f;
@@ -142,12 +156,47 @@ TEST(SamplerTopPHeavyPass, BothVersionsAgree) {
         below = std::max(below, x);
       }
     }
-    for (const HeavyPass* h : {&fast, &portable}) {
-      const std::vector<float>& out = h == &fast ? a : b;
-      ASSERT_EQ(h->count, static_cast<int64_t>(expected.size())) << "n " << n;
-      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), out.begin())) << "n " << n;
-      EXPECT_NEAR(h->mass, mass, 1e-12 * mass) << "n " << n;
-      EXPECT_EQ(h->max_below, below) << "n " << n;
+    for (const auto& [name, pass] : versions) {
+      std::vector<float> out(w.size() + 16, -1.0f);
+      const HeavyPass h = pass(w.data(), n, kHeavy, out.data());
+      ASSERT_EQ(h.count, static_cast<int64_t>(expected.size())) << name << ", n " << n;
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), out.begin())) << name << ", n " << n;
+      EXPECT_NEAR(h.mass, mass, 1e-12 * mass) << name << ", n " << n;
+      EXPECT_EQ(h.max_below, below) << name << ", n " << n;
+    }
+  }
+}
+
+TEST(SamplerTopPBucketCopy, EveryVersionAgreesWithAPlainLoop) {
+  using Copy = int64_t (*)(const float*, int64_t, float, float, float*);
+  std::vector<std::pair<const char*, Copy>> versions = {{"dispatched", gather_between},
+                                                        {"portable", gather_between_portable}};
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_has_avx2()) {
+    versions.emplace_back("avx2", gather_between_avx2);
+  }
+#endif
+  // Ranges holding nothing, some and everything; both edges on weights that occur.
+  const std::vector<float> w = mixed_weights(4099);
+  const std::vector<std::pair<float, float>> ranges = {
+      {0.5f, 0.75f}, {w[3], w[10]}, {0.0f, 2.0f}, {3.0f, 4.0f}, {w[7], w[7]}};
+  for (const int n : {0, 3, 8, 9, 64, 4099}) {
+    for (const auto& [lo, hi] : ranges) {
+      std::vector<float> expected;
+      for (int i = 0; i < n; ++i) {
+        if (w[static_cast<size_t>(i)] >= lo && w[static_cast<size_t>(i)] < hi) {
+          expected.push_back(w[static_cast<size_t>(i)]);
+        }
+      }
+      for (const auto& [name, copy] : versions) {
+        std::vector<float> out(static_cast<size_t>(n) + 1, -1.0f);
+        const int64_t kept = copy(w.data(), n, lo, hi, out.data());
+        ASSERT_EQ(kept, static_cast<int64_t>(expected.size()))
+            << name << ", n " << n << ", [" << lo << ", " << hi << ")";
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), out.begin()))
+            << name << ", n " << n << ", [" << lo << ", " << hi << ")";
+        EXPECT_EQ(out[static_cast<size_t>(n)], -1.0f) << name << ": wrote past n = " << n;
+      }
     }
   }
 }

@@ -10,6 +10,7 @@
 #endif
 #include <limits>
 
+#include "compress_avx2.hpp"
 #include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
 namespace tessera::sampler {
@@ -65,8 +66,10 @@ static __attribute__((target("avx512f"))) HeavyPass heavy_weights_avx512(const f
 }
 
 HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out) {
-  return cpu_has_avx512f() ? heavy_weights_avx512(w, n, t, out)
-                           : heavy_weights_portable(w, n, t, out);
+  if (cpu_has_avx512f()) {
+    return heavy_weights_avx512(w, n, t, out);
+  }
+  return cpu_has_avx2() ? heavy_weights_avx2(w, n, t, out) : heavy_weights_portable(w, n, t, out);
 }
 #else
 HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out) {
@@ -141,10 +144,9 @@ TS_SAMPLER_CLONES float max_below(const float* w, int64_t n, float lo) {
   return m;
 }
 
-// Copies the weights in [lo, hi) to out (room for n), in order, without a branch per weight (a
-// flat row's bucket test is a coin toss); returns how many.
-TS_SAMPLER_CLONES int64_t gather_between(const float* w, int64_t n, float lo, float hi,
-                                         float* out) {
+}  // namespace
+
+int64_t gather_between_portable(const float* w, int64_t n, float lo, float hi, float* out) {
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
     out[kept] = w[i];
@@ -152,6 +154,17 @@ TS_SAMPLER_CLONES int64_t gather_between(const float* w, int64_t n, float lo, fl
   }
   return kept;
 }
+
+int64_t gather_between(const float* w, int64_t n, float lo, float hi, float* out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_has_avx2()) {
+    return gather_between_avx2(w, n, lo, hi, out);
+  }
+#endif
+  return gather_between_portable(w, n, lo, hi, out);
+}
+
+namespace {
 
 // The fast boundary b: the weight at which the descending cumulative weight first reaches target
 // (ties grouped), with what certification needs of the split it makes. b = 0 when rounding leaves

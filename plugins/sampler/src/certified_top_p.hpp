@@ -25,7 +25,7 @@
 namespace tessera::sampler {
 
 struct TopPScratch {
-  static constexpr size_t kCopies = 4;
+  static constexpr size_t kCopies = 8;
   std::vector<double> copies;    // [kCopies, buckets] mass per level-1 bucket, interleaved copies
   std::vector<double> sub_mass;  // [256] mass per level-2 bucket of the boundary's bucket
   std::vector<float> bucket;     // the weights of the boundary's level-1 bucket
@@ -43,9 +43,16 @@ struct HeavyPass {
   float max_below = 0.0f;  // the largest weight < t (0 if none)
 };
 
-// out: room for n + 16 floats. heavy_weights picks the AVX-512 version where the CPU has it.
+// out: room for n + 16 floats. heavy_weights picks the AVX-512 version where the CPU has it, else
+// the AVX2 one (compress_avx2.hpp) where it has that.
 HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out);
 HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out);
+
+// Copies the weights in [lo, hi) to out (room for n), in order, without a branch per weight (a
+// flat row's bucket test is a coin toss); returns how many. gather_between picks the AVX2
+// version where the CPU has it.
+int64_t gather_between(const float* w, int64_t n, float lo, float hi, float* out);
+int64_t gather_between_portable(const float* w, int64_t n, float lo, float hi, float* out);
 
 // weights: [vocab] fast weights (0: removed), sums: their block sums; top_p in (0, 1). On success
 // zeroes every weight the scalar path drops, recomputes the block sums and returns true; returns

@@ -23,3 +23,14 @@ inline bool cpu_has_avx512f() {
   return false;
 #endif
 }
+
+// Whether the running CPU has AVX2 (and so FMA and POPCNT: every x86-64-v3 CPU): the AVX2 stream
+// compactions of the top-p search (compress_avx2.hpp) run only then. Asked once.
+inline bool cpu_has_avx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+#else
+  return false;
+#endif
+}
