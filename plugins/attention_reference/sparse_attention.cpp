@@ -1,6 +1,7 @@
 // attend_with_sink (reference_kernels.hpp) in fp32, per head h (ARCHITECTURE.md: fp32
 // accumulation everywhere). The definition, which the plain loops below write out and the
-// AVX-512 kernel (sparse_attention_avx512.cpp) computes with the same operations:
+// AVX-512 and AVX2 kernels (sparse_attention_avx512.cpp, _avx2.cpp) compute with the same
+// operations:
 //   d_j   = dot16(q_h, row_j) (fp32_dot.hpp): 16 partial sums, lane k an fma chain q[c] * row[c] +
 //   lane over
 //           c = k (mod 16), c < dim - dim % 16, ascending from 0; folded (fold16); then an fma
@@ -19,6 +20,7 @@
 
 #include "reference_kernels.hpp"
 #include "sink_softmax.hpp"
+#include "sparse_attention_avx2.hpp"
 #include "sparse_attention_avx512.hpp"
 #include "tessera/simd_clones.hpp"
 
@@ -54,6 +56,8 @@ void attend_with_sink(const float* q, int32_t n_heads, int32_t dim, const float*
                       int64_t n_rows, float scale, const float* sink, float* out) {
   if (attend_avx512_available()) {
     attend_with_sink_avx512(q, n_heads, dim, rows, n_rows, scale, sink, out);
+  } else if (attend_avx2_available()) {
+    attend_with_sink_avx2(q, n_heads, dim, rows, n_rows, scale, sink, out);
   } else {
     attend_with_sink_plain(q, n_heads, dim, rows, n_rows, scale, sink, out);
   }

@@ -8,10 +8,12 @@ set(TESSERA_CUDA_TEST_CASE_SOURCES
   ${TESSERA_CUDA_TEST_DIR}/attention_case.cpp
   ${TESSERA_REFERENCE_DIR}/lightning_indexer.cpp
   ${TESSERA_REFERENCE_DIR}/sparse_attention.cpp
-  ${TESSERA_REFERENCE_DIR}/sparse_attention_avx512.cpp)
+  ${TESSERA_REFERENCE_DIR}/sparse_attention_avx512.cpp
+  ${TESSERA_REFERENCE_DIR}/sparse_attention_avx2.cpp)
 # Both bodies compute the operations their definition lists: no contraction (as in the plugin).
 set_source_files_properties(${TESSERA_REFERENCE_DIR}/sparse_attention.cpp
-  ${TESSERA_REFERENCE_DIR}/sparse_attention_avx512.cpp ${TESSERA_REFERENCE_DIR}/lightning_indexer.cpp
+  ${TESSERA_REFERENCE_DIR}/sparse_attention_avx512.cpp ${TESSERA_REFERENCE_DIR}/sparse_attention_avx2.cpp
+  ${TESSERA_REFERENCE_DIR}/lightning_indexer.cpp
   PROPERTIES
   COMPILE_OPTIONS "-ffp-contract=off;-fno-trapping-math")
 set(TESSERA_CUDA_TEST_INCLUDES ${TESSERA_CUDA_TEST_DIR} ${TESSERA_REFERENCE_DIR} ${TESSERA_MMA_DIR})

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "reference_kernels.hpp"
+#include "sparse_attention_avx2.hpp"
 #include "sparse_attention_avx512.hpp"
 #include "tessera/fma_exp.hpp"
 
@@ -178,6 +179,20 @@ TEST(ReferenceAttentionKernel, Avx512KernelComputesItsDefinitionBitForBit) {
   const std::vector<const float*> rows{kv.data(), kv.data() + 128, kv.data() + 256};
   attend_with_sink(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), a.data());
   attend_with_sink_avx512(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), b.data());
+  EXPECT_EQ(a, b);
+}
+
+TEST(ReferenceAttentionKernel, Avx2KernelComputesItsDefinitionBitForBit) {
+  if (!attend_avx2_available()) {
+    GTEST_SKIP() << "this CPU has no AVX2 + FMA: attend_with_sink runs the plain loops instead";
+  }
+  expect_definition_bits(attend_with_sink_avx2, "AVX2 kernel");
+  // The entry point runs this kernel on a CPU without AVX-512F (and the same bits where it has).
+  std::vector<float> q(size_t{8} * 128, 0.5f), kv(size_t{3} * 128, 0.25f), sink(8, 0.0f),
+      a(q.size()), b(q.size());
+  const std::vector<const float*> rows{kv.data(), kv.data() + 128, kv.data() + 256};
+  attend_with_sink(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), a.data());
+  attend_with_sink_avx2(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), b.data());
   EXPECT_EQ(a, b);
 }
 
