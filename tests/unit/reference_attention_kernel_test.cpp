@@ -164,6 +164,17 @@ void expect_definition_bits(Body body, const char* name) {
   std::printf("%s: largest relative error against long double %.3g\n", name, worst);
 }
 
+// attend_with_sink (the entry point) gives the kernel's outputs.
+template <class Kernel>
+void expect_entry_point_gives(Kernel kernel) {
+  std::vector<float> q(size_t{8} * 128, 0.5f), kv(size_t{3} * 128, 0.25f), sink(8, 0.0f),
+      a(q.size()), b(q.size());
+  const std::vector<const float*> rows{kv.data(), kv.data() + 128, kv.data() + 256};
+  attend_with_sink(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), a.data());
+  kernel(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), b.data());
+  EXPECT_EQ(a, b);
+}
+
 TEST(ReferenceAttentionKernel, PlainLoopsComputeTheDefinitionBitForBit) {
   expect_definition_bits(attend_with_sink_plain, "plain loops");
 }
@@ -173,13 +184,7 @@ TEST(ReferenceAttentionKernel, Avx512KernelComputesItsDefinitionBitForBit) {
     GTEST_SKIP() << "this CPU has no AVX-512F: attend_with_sink runs the plain loops instead";
   }
   expect_definition_bits(attend_with_sink_avx512, "AVX-512 kernel");
-  // The entry point runs this kernel on this CPU.
-  std::vector<float> q(size_t{8} * 128, 0.5f), kv(size_t{3} * 128, 0.25f), sink(8, 0.0f),
-      a(q.size()), b(q.size());
-  const std::vector<const float*> rows{kv.data(), kv.data() + 128, kv.data() + 256};
-  attend_with_sink(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), a.data());
-  attend_with_sink_avx512(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), b.data());
-  EXPECT_EQ(a, b);
+  expect_entry_point_gives(attend_with_sink_avx512);  // it runs this kernel on this CPU
 }
 
 TEST(ReferenceAttentionKernel, Avx2KernelComputesItsDefinitionBitForBit) {
@@ -187,13 +192,8 @@ TEST(ReferenceAttentionKernel, Avx2KernelComputesItsDefinitionBitForBit) {
     GTEST_SKIP() << "this CPU has no AVX2 + FMA: attend_with_sink runs the plain loops instead";
   }
   expect_definition_bits(attend_with_sink_avx2, "AVX2 kernel");
-  // The entry point runs this kernel on a CPU without AVX-512F (and the same bits where it has).
-  std::vector<float> q(size_t{8} * 128, 0.5f), kv(size_t{3} * 128, 0.25f), sink(8, 0.0f),
-      a(q.size()), b(q.size());
-  const std::vector<const float*> rows{kv.data(), kv.data() + 128, kv.data() + 256};
-  attend_with_sink(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), a.data());
-  attend_with_sink_avx2(q.data(), 8, 128, rows.data(), 3, 0.1f, sink.data(), b.data());
-  EXPECT_EQ(a, b);
+  // It runs this kernel on a CPU without AVX-512F (and the same bits where it has).
+  expect_entry_point_gives(attend_with_sink_avx2);
 }
 
 // indexer_select's scores are its definition's (lightning_indexer.cpp: each head's dot as the

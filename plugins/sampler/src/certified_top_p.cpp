@@ -15,6 +15,17 @@
 
 namespace tessera::sampler {
 
+void heavy_weights_tail(const float* w, int64_t i, int64_t n, float t, float* out, HeavyPass& h) {
+  for (; i < n; ++i) {
+    if (w[i] >= t) {
+      out[h.count++] = w[i];
+      h.mass += w[i];
+    } else {
+      h.max_below = std::max(h.max_below, w[i]);
+    }
+  }
+}
+
 // Portable version: a branch-free copy (the test is a coin toss on flat rows).
 HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out) {
   HeavyPass h;
@@ -54,14 +65,7 @@ static __attribute__((target("avx512f"))) HeavyPass heavy_weights_avx512(const f
   }
   h.mass = _mm512_reduce_add_pd(_mm512_add_pd(mass_lo, mass_hi));
   h.max_below = _mm512_reduce_max_ps(below);
-  for (; i < n; ++i) {
-    if (w[i] >= t) {
-      out[h.count++] = w[i];
-      h.mass += w[i];
-    } else {
-      h.max_below = std::max(h.max_below, w[i]);
-    }
-  }
+  heavy_weights_tail(w, i, n, t, out, h);
   return h;
 }
 

@@ -47,6 +47,8 @@ struct HeavyPass {
 // the AVX2 one (compress_avx2.hpp) where it has that.
 HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out);
 HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out);
+// The vector versions' last weights [i, n), one at a time, added to h.
+void heavy_weights_tail(const float* w, int64_t i, int64_t n, float t, float* out, HeavyPass& h);
 
 // Copies the weights in [lo, hi) to out (room for n), in order, without a branch per weight (a
 // flat row's bucket test is a coin toss); returns how many. gather_between picks the AVX2

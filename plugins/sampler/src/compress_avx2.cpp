@@ -62,14 +62,7 @@ TS_AVX2_TARGET HeavyPass heavy_weights_avx2(const float* w, int64_t n, float t, 
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, below);
   h.max_below = *std::max_element(lanes, lanes + 8);
-  for (; i < n; ++i) {
-    if (w[i] >= t) {
-      out[h.count++] = w[i];
-      h.mass += w[i];
-    } else {
-      h.max_below = std::max(h.max_below, w[i]);
-    }
-  }
+  heavy_weights_tail(w, i, n, t, out, h);
   return h;
 }
 
