@@ -47,7 +47,10 @@ def finish_reasons(raw):
 
 class DrainTest(unittest.TestCase):
     def test_running_streams_finish_and_the_listener_closes(self):
-        server = harness.Server(max_context=4096).start()
+        # A deadline far past the stream's length: under ThreadSanitizer on a 2-core VM the 3000
+        # tokens took more than the default 30 s, and the stream was aborted (the other test
+        # covers the deadline itself).
+        server = harness.Server(max_context=4096, args=["--drain-timeout", "600"]).start()
         idle = socket.create_connection(("127.0.0.1", server.port))
         idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         self.assertIn(b"200 OK", idle.recv(4096))  # a keep-alive connection, now idle
@@ -69,7 +72,7 @@ class DrainTest(unittest.TestCase):
         idle.settimeout(5)
         self.assertEqual(idle.recv(4096), b"")
         idle.close()
-        t.join(60)
+        t.join(600)
         self.assertEqual(finish_reasons(result[0]), ["length"])
         self.assertIn(b"data: [DONE]", result[0])
         self.assertEqual(server.wait(60), 0, server.log())
