@@ -2,33 +2,30 @@
 // sparse_attention.cpp with 8-lane intrinsics, the same operations in the same order, so the same
 // bits as the plain loops and the AVX-512 kernel. A dot product's 16 partial sums are two vectors
 // (lanes 0-7 and 8-15), so fold16's first step is one add of the two. Heads go in groups of up to
-// 4, each kv row (shared by every head: MQA) loaded once per group; the weighted sum keeps 2 x G
-// vectors in registers over all rows. The plain loops GCC made of the definition were 10.8% of a
-// 64-sequence step of the 50m preset on a Zen 3 (docs/perf.md, session 23).
+// 4 (attend_heads.hpp: the rest of the kernel). The plain loops GCC made of the definition were
+// 10.8% of a 64-sequence step of the 50m preset on a Zen 3 (docs/perf.md, session 23).
 #include "sparse_attention_avx2.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
 #include <cmath>
-#include <type_traits>
-#include <vector>
 
-#include "sink_softmax.hpp"
+#include "fp32_dot.hpp"
+
+#define TS_ATTN_TARGET __attribute__((target("avx2,fma")))
+#include "attend_heads.hpp"
 
 namespace tessera::reference {
 
 namespace {
 
-#define TS_ATTN_AVX2 __attribute__((target("avx2,fma")))
-
 constexpr int32_t kHalf = 8;  // floats per vector
 static_assert(2 * kHalf == kSumLanes);
-constexpr int kMaxGroup = 4;
 
 // fold16 of the 16 partial sums lo (lanes 0-7) and hi (8-15): lanes k + (k + 8), then k + (k + 4),
 // then (0 + 2) + (1 + 3).
-TS_ATTN_AVX2 inline float fold(__m256 lo, __m256 hi) {
+TS_ATTN_TARGET inline float fold(__m256 lo, __m256 hi) {
   const __m256 h8 = _mm256_add_ps(lo, hi);
   const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
   const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));  // [h4[0] + h4[2], h4[1] + h4[3], ..]
@@ -37,8 +34,8 @@ TS_ATTN_AVX2 inline float fold(__m256 lo, __m256 hi) {
 
 // dots[h * n_rows + j] = dot16(q_h, rows[j]) for the G heads of q ([G, dim]).
 template <int G>
-TS_ATTN_AVX2 inline void group_dots(const float* q, const float* row, int32_t dim, int64_t n_rows,
-                                    int64_t j, float* dots) {
+TS_ATTN_TARGET inline void group_dots(const float* q, const float* row, int32_t dim, int64_t n_rows,
+                                      int64_t j, float* dots) {
   __m256 lo[G], hi[G];
   for (int h = 0; h < G; ++h) {
     lo[h] = hi[h] = _mm256_setzero_ps();
@@ -63,61 +60,25 @@ TS_ATTN_AVX2 inline void group_dots(const float* q, const float* row, int32_t di
   }
 }
 
-// out[h][c] for the G heads and columns [c0, c0 + 16): each the definition's fma chain over j,
-// times the head's 1 / denom as it is stored.
-template <int G>
-TS_ATTN_AVX2 inline void group_weighted(const float* e, const float* const* rows, int64_t n_rows,
-                                        int32_t dim, int32_t c0, const float* inverse, float* out) {
-  __m256 sum[G][2];
-  for (auto& head : sum) {
-    head[0] = head[1] = _mm256_setzero_ps();
-  }
-  for (int64_t j = 0; j < n_rows; ++j) {
-    const __m256 w0 = _mm256_loadu_ps(rows[j] + c0);
-    const __m256 w1 = _mm256_loadu_ps(rows[j] + c0 + kHalf);
-    for (int h = 0; h < G; ++h) {
-      const __m256 eh = _mm256_set1_ps(e[h * n_rows + j]);
-      sum[h][0] = _mm256_fmadd_ps(eh, w0, sum[h][0]);
-      sum[h][1] = _mm256_fmadd_ps(eh, w1, sum[h][1]);
+// The vector ops of attend_heads.hpp, 8 lanes.
+struct Avx2 {
+  using Vec = __m256;
+  static constexpr int32_t kWidth = kHalf;
+  static constexpr int kMaxGroup = 4;
+  TS_ATTN_TARGET static Vec zero() { return _mm256_setzero_ps(); }
+  TS_ATTN_TARGET static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  TS_ATTN_TARGET static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  TS_ATTN_TARGET static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  TS_ATTN_TARGET static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  TS_ATTN_TARGET static Vec set1(float x) { return _mm256_set1_ps(x); }
+  template <int G>
+  TS_ATTN_TARGET static void dots(const float* q, const float* const* rows, int32_t dim,
+                                  int64_t n_rows, float* e) {
+    for (int64_t j = 0; j < n_rows; ++j) {
+      group_dots<G>(q, rows[j], dim, n_rows, j, e);
     }
   }
-  for (int h = 0; h < G; ++h) {
-    const __m256 scale = _mm256_set1_ps(inverse[h]);
-    float* oh = out + static_cast<int64_t>(h) * dim + c0;
-    _mm256_storeu_ps(oh, _mm256_mul_ps(sum[h][0], scale));
-    _mm256_storeu_ps(oh + kHalf, _mm256_mul_ps(sum[h][1], scale));
-  }
-}
-
-// G heads, starting at q's head 0 (q, sink, out already offset): the definition, all of it.
-template <int G>
-TS_ATTN_AVX2 void attend_group(const float* q, int32_t dim, const float* const* rows,
-                               int64_t n_rows, float scale, const float* sink, float* out) {
-  thread_local std::vector<float> e;
-  e.resize(static_cast<size_t>(G) * n_rows);
-  for (int64_t j = 0; j < n_rows; ++j) {
-    group_dots<G>(q, rows[j], dim, n_rows, j, e.data());
-  }
-  float inverse[G];
-  for (int h = 0; h < G; ++h) {
-    inverse[h] = 1.0f / sink_softmax(e.data() + h * n_rows, n_rows, scale, sink[h]);
-  }
-  int32_t c0 = 0;
-  for (; c0 + kSumLanes <= dim; c0 += kSumLanes) {
-    group_weighted<G>(e.data(), rows, n_rows, dim, c0, inverse, out);
-  }
-  for (int h = 0; h < G; ++h) {  // a dim that is not a multiple of 16
-    const float* eh = e.data() + h * n_rows;
-    float* oh = out + static_cast<int64_t>(h) * dim;
-    for (int32_t c = c0; c < dim; ++c) {
-      float sum = 0.0f;
-      for (int64_t j = 0; j < n_rows; ++j) {
-        sum = std::fma(eh[j], rows[j][c], sum);
-      }
-      oh[c] = sum * inverse[h];
-    }
-  }
-}
+};
 
 }  // namespace
 
@@ -126,21 +87,10 @@ bool attend_avx2_available() {
   return ok;
 }
 
-TS_ATTN_AVX2 void attend_with_sink_avx2(const float* q, int32_t n_heads, int32_t dim,
-                                        const float* const* rows, int64_t n_rows, float scale,
-                                        const float* sink, float* out) {
-  // Heads in groups of 4, then 2, 1: the same operations for every head whatever its group.
-  int32_t h = 0;
-  auto run = [&](auto group) {
-    constexpr int G = decltype(group)::value;
-    for (; h + G <= n_heads; h += G) {
-      attend_group<G>(q + static_cast<int64_t>(h) * dim, dim, rows, n_rows, scale, sink + h,
-                      out + static_cast<int64_t>(h) * dim);
-    }
-  };
-  run(std::integral_constant<int, kMaxGroup>{});
-  run(std::integral_constant<int, 2>{});
-  run(std::integral_constant<int, 1>{});
+TS_ATTN_TARGET void attend_with_sink_avx2(const float* q, int32_t n_heads, int32_t dim,
+                                          const float* const* rows, int64_t n_rows, float scale,
+                                          const float* sink, float* out) {
+  attend_heads<Avx2>(q, n_heads, dim, rows, n_rows, scale, sink, out);
 }
 
 }  // namespace tessera::reference

@@ -3,7 +3,7 @@
 // What makes it fast: the heads go in groups of up to 8, each kv row (one per token, shared by
 // every head: MQA) loaded once per group; a group's 16 dot products (8 heads x 2 rows, 4 x 4, ...)
 // are folded together by one transposing reduction (fold_16_dots) instead of 16 stores and 15
-// dependent scalar adds each; the weighted sum keeps 2 x G vectors in registers over all rows.
+// dependent scalar adds each; the rest of the kernel is attend_heads.hpp's.
 // Session 16: the double-precision kernel it replaces took ~6% of a 64-sequence step of the 50m
 // preset (docs/perf.md).
 #include "sparse_attention_avx512.hpp"
@@ -11,16 +11,15 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <type_traits>
-#include <vector>
 
-#include "sink_softmax.hpp"
+#include "fp32_dot.hpp"
+
+#define TS_ATTN_TARGET __attribute__((target("avx512f")))
+#include "attend_heads.hpp"
 
 namespace tessera::reference {
 
 namespace {
-
-#define TS_ATTN_AVX512 __attribute__((target("avx512f")))
 
 constexpr int32_t kLanes = 16;  // floats per vector
 static_assert(kLanes == kSumLanes);
@@ -28,19 +27,19 @@ static_assert(kLanes == kSumLanes);
 // Two vectors into one: the 128-bit quarters Q of a and b picked by `lo` and `hi` (shuffle_f32x4
 // immediates) added.
 template <int kLo, int kHi>
-TS_ATTN_AVX512 inline __m512 add_quarters(__m512 a, __m512 b) {
+TS_ATTN_TARGET inline __m512 add_quarters(__m512 a, __m512 b) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, kLo), _mm512_shuffle_f32x4(a, b, kHi));
 }
 // The same within each quarter: lanes picked by shuffle_ps immediates.
 template <int kLo, int kHi>
-TS_ATTN_AVX512 inline __m512 add_lanes(__m512 a, __m512 b) {
+TS_ATTN_TARGET inline __m512 add_lanes(__m512 a, __m512 b) {
   return _mm512_add_ps(_mm512_shuffle_ps(a, b, kLo), _mm512_shuffle_ps(a, b, kHi));
 }
 
 // Lane i of the result = fold16 of acc[i]'s lanes, for 16 vectors at once. Each stage adds lanes
 // k and k + 8 (then k + 4, k + 2, k + 1) of every input, as fold16 does; the stages move lanes so
 // that output lane 4i + k holds input 4k + i, so the inputs go in transposed (4 x 4) order.
-TS_ATTN_AVX512 inline __m512 fold_16_dots(const __m512* acc) {
+TS_ATTN_TARGET inline __m512 fold_16_dots(const __m512* acc) {
   __m512 v[16];
   for (size_t m = 0; m < 16; ++m) {
     v[m] = acc[(m % 4) * 4 + m / 4];
@@ -59,11 +58,9 @@ TS_ATTN_AVX512 inline __m512 fold_16_dots(const __m512* acc) {
   return add_lanes<_MM_SHUFFLE(2, 0, 2, 0), _MM_SHUFFLE(3, 1, 3, 1)>(s3[0], s3[1]);
 }
 
-constexpr int kMaxGroup = 8;
-
 // dots[h][j + r] = dot(q_h, rows[j + r]) for the G heads of q ([G, dim]), R rows at once.
 template <int G, int R>
-TS_ATTN_AVX512 inline void group_dots(const float* q, const float* const* rows, int32_t dim,
+TS_ATTN_TARGET inline void group_dots(const float* q, const float* const* rows, int32_t dim,
                                       int64_t n_rows, int64_t j, float* dots) {
   __m512 acc[G * R];
   for (auto& a : acc) {
@@ -104,68 +101,30 @@ TS_ATTN_AVX512 inline void group_dots(const float* q, const float* const* rows, 
   }
 }
 
-// out[h][c] for the G heads and columns [c0, c0 + 32): 2 x G vectors in registers over all rows,
-// each the definition's fma chain over j, times the head's 1 / denom as it is stored.
-template <int G>
-TS_ATTN_AVX512 inline void group_weighted(const float* e, const float* const* rows, int64_t n_rows,
-                                          int32_t dim, int32_t c0, const float* inverse,
-                                          float* out) {
-  __m512 sum[G][2];
-  for (auto& head : sum) {
-    head[0] = head[1] = _mm512_setzero_ps();
-  }
-  for (int64_t j = 0; j < n_rows; ++j) {
-    const __m512 w0 = _mm512_loadu_ps(rows[j] + c0);
-    const __m512 w1 = _mm512_loadu_ps(rows[j] + c0 + kLanes);
-    for (int h = 0; h < G; ++h) {
-      const __m512 eh = _mm512_set1_ps(e[h * n_rows + j]);
-      sum[h][0] = _mm512_fmadd_ps(eh, w0, sum[h][0]);
-      sum[h][1] = _mm512_fmadd_ps(eh, w1, sum[h][1]);
+// The vector ops of attend_heads.hpp, 16 lanes.
+struct Avx512 {
+  using Vec = __m512;
+  static constexpr int32_t kWidth = kLanes;
+  static constexpr int kMaxGroup = 8;
+  TS_ATTN_TARGET static Vec zero() { return _mm512_setzero_ps(); }
+  TS_ATTN_TARGET static Vec load(const float* p) { return _mm512_loadu_ps(p); }
+  TS_ATTN_TARGET static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+  TS_ATTN_TARGET static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  TS_ATTN_TARGET static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+  TS_ATTN_TARGET static Vec set1(float x) { return _mm512_set1_ps(x); }
+  template <int G>
+  TS_ATTN_TARGET static void dots(const float* q, const float* const* rows, int32_t dim,
+                                  int64_t n_rows, float* e) {
+    constexpr int R = 16 / G;  // rows per dot group: 16 accumulators, one fold
+    int64_t j = 0;
+    for (; j + R <= n_rows; j += R) {
+      group_dots<G, R>(q, rows, dim, n_rows, j, e);
+    }
+    for (; j < n_rows; ++j) {
+      group_dots<G, 1>(q, rows, dim, n_rows, j, e);
     }
   }
-  for (int h = 0; h < G; ++h) {
-    const __m512 scale = _mm512_set1_ps(inverse[h]);
-    float* oh = out + static_cast<int64_t>(h) * dim + c0;
-    _mm512_storeu_ps(oh, _mm512_mul_ps(sum[h][0], scale));
-    _mm512_storeu_ps(oh + kLanes, _mm512_mul_ps(sum[h][1], scale));
-  }
-}
-
-// G heads, starting at q's head 0 (q, sink, out already offset): the definition, all of it.
-template <int G>
-TS_ATTN_AVX512 void attend_group(const float* q, int32_t dim, const float* const* rows,
-                                 int64_t n_rows, float scale, const float* sink, float* out) {
-  thread_local std::vector<float> e;
-  e.resize(static_cast<size_t>(G) * n_rows);
-  constexpr int R = 16 / G;  // rows per dot group: 16 accumulators, one fold
-  int64_t j = 0;
-  for (; j + R <= n_rows; j += R) {
-    group_dots<G, R>(q, rows, dim, n_rows, j, e.data());
-  }
-  for (; j < n_rows; ++j) {
-    group_dots<G, 1>(q, rows, dim, n_rows, j, e.data());
-  }
-  float inverse[G];
-  for (int h = 0; h < G; ++h) {
-    inverse[h] = 1.0f / sink_softmax(e.data() + h * n_rows, n_rows, scale, sink[h]);
-  }
-  constexpr int32_t kColumns = 2 * kLanes;
-  int32_t c0 = 0;
-  for (; c0 + kColumns <= dim; c0 += kColumns) {
-    group_weighted<G>(e.data(), rows, n_rows, dim, c0, inverse, out);
-  }
-  for (int h = 0; h < G; ++h) {  // a dim that is not a multiple of 32
-    const float* eh = e.data() + h * n_rows;
-    float* oh = out + static_cast<int64_t>(h) * dim;
-    for (int32_t c = c0; c < dim; ++c) {
-      float sum = 0.0f;
-      for (j = 0; j < n_rows; ++j) {
-        sum = std::fma(eh[j], rows[j][c], sum);
-      }
-      oh[c] = sum * inverse[h];
-    }
-  }
-}
+};
 
 }  // namespace
 
@@ -174,22 +133,10 @@ bool attend_avx512_available() {
   return ok;
 }
 
-TS_ATTN_AVX512 void attend_with_sink_avx512(const float* q, int32_t n_heads, int32_t dim,
+TS_ATTN_TARGET void attend_with_sink_avx512(const float* q, int32_t n_heads, int32_t dim,
                                             const float* const* rows, int64_t n_rows, float scale,
                                             const float* sink, float* out) {
-  // Heads in groups of 8, then 4, 2, 1: the same operations for every head whatever its group.
-  int32_t h = 0;
-  auto run = [&](auto group) {
-    constexpr int G = decltype(group)::value;
-    for (; h + G <= n_heads; h += G) {
-      attend_group<G>(q + static_cast<int64_t>(h) * dim, dim, rows, n_rows, scale, sink + h,
-                      out + static_cast<int64_t>(h) * dim);
-    }
-  };
-  run(std::integral_constant<int, kMaxGroup>{});
-  run(std::integral_constant<int, 4>{});
-  run(std::integral_constant<int, 2>{});
-  run(std::integral_constant<int, 1>{});
+  attend_heads<Avx512>(q, n_heads, dim, rows, n_rows, scale, sink, out);
 }
 
 }  // namespace tessera::reference
