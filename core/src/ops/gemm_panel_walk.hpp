@@ -1,0 +1,162 @@
+// How the panel kernels (gemm_nt_panels.cpp on AVX-512, gemm_nt_panels_avx2.cpp on AVX2 + FMA)
+// walk a product's columns [n_begin, n_end): panels in chunks of ~128 KiB (L2) while every slice
+// of x meets the chunk, each slice in tiles of MR rows x NP panels, the next chunk asked into L2
+// meanwhile. The tiles are each kernel's own, over a kernel struct T:
+//   static constexpr int kMaxRows;            // rows of x per tile
+//   static constexpr int panels_for(int mr);  // panels per tile of mr rows
+//   static constexpr int kMinChunkPanels;     // panels a chunk has at least
+//   static constexpr int kNarrowRows;         // rows at a time over a chunk of one or two panels
+//                                             // (0: such chunks go as any other)
+//   template <int MR, int NP, typename W>
+//   static void tile(a, xr, wp, m0, n0, n_begin, n_end, PanelPrefetch& pf);
+//     y[m0 .. m0 + MR)[cols of panels p0 .. p0 + NP) that lie in [n_begin, n_end), over the
+//     whole K; xr: MR row pointers; wp: panel p0's first k; pf.step() once per k.
+// The including file defines TS_PANELS_TARGET (its kernel's target attribute, which the walk must
+// carry for the tiles to be inlined) first. Everything here is in an anonymous namespace: one copy
+// per including file, compiled for its instruction set.
+#pragma once
+
+#ifndef TS_PANELS_TARGET
+#error \
+    "define TS_PANELS_TARGET (the kernel's target attribute) before including gemm_panel_walk.hpp"
+#endif
+
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ops/gemm_nt.hpp"
+
+namespace tessera::ops {
+namespace {
+
+// The next chunk of panels, asked into L2 while this one is computed: one of its lines per k step
+// of every tile until all are asked for (without it each chunk's first pass of x waits on W).
+// Panels of a whole K lie end to end, so a chunk is one block of bytes [next, end): two registers
+// in the tile's loop, which has few to spare. One line a step rather than two spreads the asks
+// over more of the chunk's passes (a 64-row chunk has 11 passes of K steps for its K * 4 lines),
+// leaving the line fill buffers to the loads: with the k loop unrolled twice, `tessera bench
+// engine` at 64 sequences 2899 -> 3018 tok/s (4 interleaved pairs, docs/perf.md Session 17).
+struct PanelPrefetch {
+  const char* next = nullptr;
+  const char* end = nullptr;
+
+  __attribute__((always_inline)) void step() {
+    if (next < end) {
+      _mm_prefetch(next, _MM_HINT_T1);
+      next += 64;
+    }
+  }
+};
+
+inline constexpr int64_t kPanel = kWeightPanelWidth;
+
+// The last R (< NP) panels of a range in one tile of R: independent chains even for one row.
+template <class T, int MR, int R, typename W>
+TS_PANELS_TARGET inline void last_panels(const GemmNtArgs& a, const float* const* xr,
+                                         const W* panels, int64_t p, int64_t r, int64_t m0,
+                                         int64_t n_begin, int64_t n_end, PanelPrefetch& pf) {
+  if constexpr (R > 0) {
+    if (r == R) {
+      T::template tile<MR, R>(a, xr, panels + p * a.panel_stride, m0, p * kPanel, n_begin, n_end,
+                              pf);
+      return;
+    }
+    last_panels<T, MR, R - 1>(a, xr, panels, p, r, m0, n_begin, n_end, pf);
+  }
+}
+
+// Every tile of MR rows from m0 over the panels holding [n_begin, n_end).
+template <class T, int MR, typename W>
+TS_PANELS_TARGET void rows_over_panels(const GemmNtArgs& a, const W* panels, int64_t m0,
+                                       int64_t n_begin, int64_t n_end, PanelPrefetch& pf) {
+  constexpr int NP = T::panels_for(MR);
+  const float* xr[MR];
+  for (int i = 0; i < MR; ++i) {
+    xr[i] = a.x + (m0 + i) * a.ldx;
+  }
+  const int64_t p_begin = n_begin / kPanel, p_end = (n_end + kPanel - 1) / kPanel;
+  int64_t p = p_begin;
+  for (; p + NP <= p_end; p += NP) {
+    T::template tile<MR, NP>(a, xr, panels + p * a.panel_stride, m0, p * kPanel, n_begin, n_end,
+                             pf);
+  }
+  last_panels<T, MR, NP - 1>(a, xr, panels, p, p_end - p, m0, n_begin, n_end, pf);
+}
+
+// rows_over_panels for mr (1..MR) rows.
+template <class T, int MR, typename W>
+TS_PANELS_TARGET void slice(const GemmNtArgs& a, const W* panels, int mr, int64_t m0,
+                            int64_t n_begin, int64_t n_end, PanelPrefetch& pf) {
+  if constexpr (MR > 1) {
+    if (mr < MR) {
+      slice<T, MR - 1>(a, panels, mr, m0, n_begin, n_end, pf);
+      return;
+    }
+  }
+  rows_over_panels<T, MR>(a, panels, m0, n_begin, n_end, pf);
+}
+
+// mr (1..MR) rows of x over the one or two panels holding [n_begin, n_end).
+template <class T, int MR, typename W>
+TS_PANELS_TARGET void narrow_slice(const GemmNtArgs& a, const W* panels, int mr, int64_t m0,
+                                   int64_t n_begin, int64_t n_end, PanelPrefetch& pf) {
+  if constexpr (MR > 1) {
+    if (mr < MR) {
+      narrow_slice<T, MR - 1>(a, panels, mr, m0, n_begin, n_end, pf);
+      return;
+    }
+  }
+  const float* xr[MR];
+  for (int i = 0; i < MR; ++i) {
+    xr[i] = a.x + (m0 + i) * a.ldx;
+  }
+  const int64_t p = n_begin / kPanel;
+  if ((n_end + kPanel - 1) / kPanel - p == 2) {
+    T::template tile<MR, 2>(a, xr, panels + p * a.panel_stride, m0, p * kPanel, n_begin, n_end, pf);
+  } else {
+    T::template tile<MR, 1>(a, xr, panels + p * a.panel_stride, m0, p * kPanel, n_begin, n_end, pf);
+  }
+}
+
+// Columns [n_begin, n_end) of y, over the whole K.
+template <class T, typename W>
+TS_PANELS_TARGET void walk_panels(const GemmNtArgs& a, const W* panels, int64_t n_begin,
+                                  int64_t n_end) {
+  n_begin += a.panel_col0;  // panel columns from here on
+  n_end += a.panel_col0;
+  constexpr auto kBytes = static_cast<int64_t>(sizeof(W));
+  const int64_t panel_bytes = std::max<int64_t>(a.in, 1) * kPanel * kBytes;
+  const int64_t chunk =
+      std::max<int64_t>(T::kMinChunkPanels, int64_t{128} * 1024 / panel_bytes) * kPanel;  // cols
+  for (int64_t first = n_begin / kPanel * kPanel; first < n_end; first += chunk) {
+    const int64_t nc = std::max(n_begin, first), nc_end = std::min(n_end, first + chunk);
+    PanelPrefetch pf;
+    // With a single slice of x there is no second pass to hide the fetch behind; a part of K
+    // (input_columns) leaves gaps between the panels.
+    if (nc_end < n_end && a.rows > T::kMaxRows && a.panel_stride == a.in * kPanel) {
+      pf.next = reinterpret_cast<const char*>(panels + nc_end / kPanel * a.panel_stride);
+      const int64_t next_panels = (std::min(n_end, nc_end + chunk) - nc_end + kPanel - 1) / kPanel;
+      pf.end = pf.next + next_panels * a.panel_stride * kBytes;
+    }
+    if constexpr (T::kNarrowRows > 0) {
+      if ((nc_end + kPanel - 1) / kPanel - nc / kPanel <= 2 && a.rows > T::kMaxRows) {
+        for (int64_t m0 = 0; m0 < a.rows; m0 += T::kNarrowRows) {
+          narrow_slice<T, T::kNarrowRows>(
+              a, panels, static_cast<int>(std::min<int64_t>(T::kNarrowRows, a.rows - m0)), m0, nc,
+              nc_end, pf);
+        }
+        continue;
+      }
+    }
+    for (int64_t m0 = 0; m0 < a.rows; m0 += T::kMaxRows) {
+      slice<T, T::kMaxRows>(a, panels,
+                            static_cast<int>(std::min<int64_t>(T::kMaxRows, a.rows - m0)), m0, nc,
+                            nc_end, pf);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::ops
