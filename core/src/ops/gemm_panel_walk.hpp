@@ -98,28 +98,6 @@ TS_PANELS_TARGET void slice(const GemmNtArgs& a, const W* panels, int mr, int64_
   rows_over_panels<T, MR>(a, panels, m0, n_begin, n_end, pf);
 }
 
-// mr (1..MR) rows of x over the one or two panels holding [n_begin, n_end).
-template <class T, int MR, typename W>
-TS_PANELS_TARGET void narrow_slice(const GemmNtArgs& a, const W* panels, int mr, int64_t m0,
-                                   int64_t n_begin, int64_t n_end, PanelPrefetch& pf) {
-  if constexpr (MR > 1) {
-    if (mr < MR) {
-      narrow_slice<T, MR - 1>(a, panels, mr, m0, n_begin, n_end, pf);
-      return;
-    }
-  }
-  const float* xr[MR];
-  for (int i = 0; i < MR; ++i) {
-    xr[i] = a.x + (m0 + i) * a.ldx;
-  }
-  const int64_t p = n_begin / kPanel;
-  if ((n_end + kPanel - 1) / kPanel - p == 2) {
-    T::template tile<MR, 2>(a, xr, panels + p * a.panel_stride, m0, p * kPanel, n_begin, n_end, pf);
-  } else {
-    T::template tile<MR, 1>(a, xr, panels + p * a.panel_stride, m0, p * kPanel, n_begin, n_end, pf);
-  }
-}
-
 // Columns [n_begin, n_end) of y, over the whole K.
 template <class T, typename W>
 TS_PANELS_TARGET void walk_panels(const GemmNtArgs& a, const W* panels, int64_t n_begin,
@@ -141,11 +119,12 @@ TS_PANELS_TARGET void walk_panels(const GemmNtArgs& a, const W* panels, int64_t 
       pf.end = pf.next + next_panels * a.panel_stride * kBytes;
     }
     if constexpr (T::kNarrowRows > 0) {
+      // One or two panels: slices of kNarrowRows rows (each over those panels in one tile).
       if ((nc_end + kPanel - 1) / kPanel - nc / kPanel <= 2 && a.rows > T::kMaxRows) {
         for (int64_t m0 = 0; m0 < a.rows; m0 += T::kNarrowRows) {
-          narrow_slice<T, T::kNarrowRows>(
-              a, panels, static_cast<int>(std::min<int64_t>(T::kNarrowRows, a.rows - m0)), m0, nc,
-              nc_end, pf);
+          slice<T, T::kNarrowRows>(a, panels,
+                                   static_cast<int>(std::min<int64_t>(T::kNarrowRows, a.rows - m0)),
+                                   m0, nc, nc_end, pf);
         }
         continue;
       }
