@@ -30,7 +30,8 @@ void fma_exp_weights(const float* in, int64_t n, float l_max, float temperature,
   weights(in, n, l_max, temperature, out);
 }
 
-float fma_exp_weight(float in, float l_max, float temperature) {
+// Cloned like the loop: in the default (SSE2) build each std::fma is a call to glibc's fmaf.
+TS_SAMPLER_CLONES float fma_exp_weight(float in, float l_max, float temperature) {
   return weight(in, l_max, temperature);
 }
 

@@ -70,28 +70,69 @@ constexpr double kFullFactor = static_cast<double>(kFullGroup) * kSlack;
 using Doubles = double __attribute__((vector_size(32)));
 using Floats4 = float __attribute__((vector_size(16)));
 
+// One block's sum in four-double vectors (the blocks past the last multiple of four).
+[[gnu::always_inline]] inline double one_block_sum(const float* e, Doubles factor) {
+  Doubles u[4];
+  for (int64_t q = 0; q < 4; ++q) {
+    Floats4 f;
+    std::memcpy(&f, e + q * 4, sizeof f);
+    u[q] = __builtin_convertvector(f, Doubles) * factor;
+  }
+  const Doubles p_lo = __builtin_shufflevector(u[0], u[1], 0, 2, 4, 6) +
+                       __builtin_shufflevector(u[0], u[1], 1, 3, 5, 7);  // P0..P3
+  const Doubles p_hi = __builtin_shufflevector(u[2], u[3], 0, 2, 4, 6) +
+                       __builtin_shufflevector(u[2], u[3], 1, 3, 5, 7);  // P4..P7
+  const Doubles q = __builtin_shufflevector(p_lo, p_hi, 0, 2, 4, 6) +
+                    __builtin_shufflevector(p_lo, p_hi, 1, 3, 5, 7);  // Q0..Q3
+  return (q[0] + q[1]) + (q[2] + q[3]);
+}
+
+// Four blocks' sums at once, lane j of every vector holding block j: the four blocks' bounds
+// transposed as floats (4 x 4 at a time, cheap in-register shuffles), so every addition of the
+// tree is one vertical add for the four blocks and the last one needs no horizontal step. Same
+// operands in the same tree as one_block_sum, so the same bits; a third fewer instructions.
+[[gnu::always_inline]] inline void four_block_sums(const float* e, Doubles factor, double* sums) {
+  Doubles v[kLanes];  // v[l] = the bounds U_l of the four blocks
+  for (int64_t q = 0; q < 4; ++q) {
+    Floats4 r[4];
+    for (int64_t j = 0; j < 4; ++j) {
+      std::memcpy(&r[j], e + j * kLanes + q * 4, sizeof r[j]);
+    }
+    const Floats4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5);
+    const Floats4 t1 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5);
+    const Floats4 t2 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+    const Floats4 t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+    const Floats4 c[4] = {
+        __builtin_shufflevector(t0, t1, 0, 1, 4, 5), __builtin_shufflevector(t0, t1, 2, 3, 6, 7),
+        __builtin_shufflevector(t2, t3, 0, 1, 4, 5), __builtin_shufflevector(t2, t3, 2, 3, 6, 7)};
+    for (int64_t i = 0; i < 4; ++i) {
+      v[q * 4 + i] = __builtin_convertvector(c[i], Doubles) * factor;
+    }
+  }
+  Doubles p[8];
+  for (int64_t k = 0; k < 8; ++k) {
+    p[k] = v[2 * k] + v[2 * k + 1];
+  }
+  const Doubles q0 = p[0] + p[1], q1 = p[2] + p[3], q2 = p[4] + p[5], q3 = p[6] + p[7];
+  const Doubles s = (q0 + q1) + (q2 + q3);
+  std::memcpy(sums, &s, sizeof s);
+}
+
 TS_SAMPLER_CLONES void full_block_sums(const float* e, int64_t blocks, double* block_sum) {
   const Doubles factor = Doubles{} + kFullFactor;
-  for (int64_t b = 0; b < blocks; ++b) {
-    Doubles u[4];
-    for (int64_t q = 0; q < 4; ++q) {
-      Floats4 f;
-      std::memcpy(&f, e + b * kLanes + q * 4, sizeof f);
-      u[q] = __builtin_convertvector(f, Doubles) * factor;
-    }
-    const Doubles p_lo = __builtin_shufflevector(u[0], u[1], 0, 2, 4, 6) +
-                         __builtin_shufflevector(u[0], u[1], 1, 3, 5, 7);  // P0..P3
-    const Doubles p_hi = __builtin_shufflevector(u[2], u[3], 0, 2, 4, 6) +
-                         __builtin_shufflevector(u[2], u[3], 1, 3, 5, 7);  // P4..P7
-    const Doubles q = __builtin_shufflevector(p_lo, p_hi, 0, 2, 4, 6) +
-                      __builtin_shufflevector(p_lo, p_hi, 1, 3, 5, 7);  // Q0..Q3
-    block_sum[b] = (q[0] + q[1]) + (q[2] + q[3]);
+  int64_t b = 0;
+  for (; b + 4 <= blocks; b += 4) {
+    four_block_sums(e + b * kLanes, factor, block_sum + b);
+  }
+  for (; b < blocks; ++b) {
+    block_sum[b] = one_block_sum(e + b * kLanes, factor);
   }
 }
 
 // The 16 bounds U_g of block b into u: n_g e(m_g) (1 + 2^-20), or the exact sum of a group
 // holding the row's max.
-void block_bounds(const RejectionEnvelope& env, int64_t vocab, int64_t b, double* u) {
+[[gnu::always_inline]] inline void block_bounds(const RejectionEnvelope& env, int64_t vocab,
+                                                int64_t b, double* u) {
   const float* e = env.group_weight.data() + b * kLanes;  // e(m_g) of the block's groups
   const int64_t columns = std::min(kBlock, vocab - b * kBlock);
   if (columns == kBlock) {
@@ -173,7 +214,8 @@ bool is_exact(const RejectionEnvelope& env, int64_t group) {
 // A bounded group's column for p.r: k = floor(r / c_g), c_g = e(m_g) (1 + 2^-20), and the rest
 // r - k c_g (one rounding: fma), which the column's weight must exceed. Column -1 when rounding put
 // k past the group's last column.
-void bounded_column(const RejectionEnvelope& env, int64_t vocab, ProposalPlace& p) {
+[[gnu::always_inline]] inline void bounded_column(const RejectionEnvelope& env, int64_t vocab,
+                                                  ProposalPlace& p) {
   const int64_t b = p.group / kLanes;
   const int64_t lane = p.group % kLanes;
   const double c = static_cast<double>(env.group_weight[static_cast<size_t>(p.group)]) * kSlack;
@@ -187,7 +229,7 @@ void bounded_column(const RejectionEnvelope& env, int64_t vocab, ProposalPlace& 
 
 // The block whose prefix sum first exceeds t, then the group whose bound the rest falls in (the
 // block's bounds subtracted in lane order), and in a bounded group the column.
-ProposalPlace place_of(const RejectionEnvelope& env, int64_t vocab, double t) {
+TS_SAMPLER_CLONES ProposalPlace place_of(const RejectionEnvelope& env, int64_t vocab, double t) {
   const int64_t b = block_of(env.block_prefix, t);
   if (b < 0) {
     return {};
