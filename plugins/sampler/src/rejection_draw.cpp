@@ -62,35 +62,17 @@ double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, 
 // exact).
 constexpr double kFullFactor = static_cast<double>(kFullGroup) * kSlack;
 
-// Each full block's sum as the fixed tree of tree_sum, in four-double vectors: the bounds
-// u0..u15 in four vectors, the pair sums P0..P7 (even lanes plus odd lanes), the pairs of pairs
-// Q0..Q3 the same way, then (Q0 + Q1) + (Q2 + Q3) — every addition tree_sum makes, with the same
-// operands, so the same bits. (Left to GCC, the loop was vectorised across eight blocks with a
-// transpose of ~150 instructions a block: a fifth of a row's sampling on an AVX2 CPU.)
+// Full blocks' sums, four blocks at a time: the fixed tree of tree_sum in four-double vectors.
+// (Left to GCC, the one-block loop was vectorised across eight blocks with a transpose of ~150
+// instructions a block; written per block in vectors, most of its time went to cross-lane
+// permutes and the last horizontal adds.)
 using Doubles = double __attribute__((vector_size(32)));
 using Floats4 = float __attribute__((vector_size(16)));
-
-// One block's sum in four-double vectors (the blocks past the last multiple of four).
-[[gnu::always_inline]] inline double one_block_sum(const float* e, Doubles factor) {
-  Doubles u[4];
-  for (int64_t q = 0; q < 4; ++q) {
-    Floats4 f;
-    std::memcpy(&f, e + q * 4, sizeof f);
-    u[q] = __builtin_convertvector(f, Doubles) * factor;
-  }
-  const Doubles p_lo = __builtin_shufflevector(u[0], u[1], 0, 2, 4, 6) +
-                       __builtin_shufflevector(u[0], u[1], 1, 3, 5, 7);  // P0..P3
-  const Doubles p_hi = __builtin_shufflevector(u[2], u[3], 0, 2, 4, 6) +
-                       __builtin_shufflevector(u[2], u[3], 1, 3, 5, 7);  // P4..P7
-  const Doubles q = __builtin_shufflevector(p_lo, p_hi, 0, 2, 4, 6) +
-                    __builtin_shufflevector(p_lo, p_hi, 1, 3, 5, 7);  // Q0..Q3
-  return (q[0] + q[1]) + (q[2] + q[3]);
-}
 
 // Four blocks' sums at once, lane j of every vector holding block j: the four blocks' bounds
 // transposed as floats (4 x 4 at a time, cheap in-register shuffles), so every addition of the
 // tree is one vertical add for the four blocks and the last one needs no horizontal step. Same
-// operands in the same tree as one_block_sum, so the same bits; a third fewer instructions.
+// operands in the same tree as tree_sum, so the same bits (sampler_envelope_test).
 [[gnu::always_inline]] inline void four_block_sums(const float* e, Doubles factor, double* sums) {
   Doubles v[kLanes];  // v[l] = the bounds U_l of the four blocks
   for (int64_t q = 0; q < 4; ++q) {
@@ -124,8 +106,12 @@ TS_SAMPLER_CLONES void full_block_sums(const float* e, int64_t blocks, double* b
   for (; b + 4 <= blocks; b += 4) {
     four_block_sums(e + b * kLanes, factor, block_sum + b);
   }
-  for (; b < blocks; ++b) {
-    block_sum[b] = one_block_sum(e + b * kLanes, factor);
+  for (; b < blocks; ++b) {  // the last one to three
+    double u[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) {
+      u[l] = static_cast<double>(e[b * kLanes + l]) * kFullFactor;
+    }
+    block_sum[b] = tree_sum(u);
   }
 }
 
