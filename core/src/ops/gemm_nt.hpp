@@ -38,6 +38,10 @@ struct GemmNtArgs {
   const float* w_panels = nullptr;
   const uint16_t* w_panels_bf16 = nullptr;
   int64_t panel_stride = 0, panel_col0 = 0;
+  // When set, the panel walk asks these bytes into L2 while it computes its last chunk: the start
+  // of the W the calling thread is expected to read next (linear_detail::ask_for_next_item).
+  const char* prefetch_next = nullptr;
+  int64_t prefetch_next_bytes = 0;
   bool in_panels() const { return w_panels != nullptr || w_panels_bf16 != nullptr; }
 };
 

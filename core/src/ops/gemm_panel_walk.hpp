@@ -31,19 +31,26 @@
 namespace tessera::ops {
 namespace {
 
-// The next chunk of panels, asked into L2 while this one is computed: one of its lines per k step
-// of every tile until all are asked for (without it each chunk's first pass of x waits on W).
-// Panels of a whole K lie end to end, so a chunk is one block of bytes [next, end): two registers
-// in the tile's loop, which has few to spare. One line a step rather than two spreads the asks
-// over more of the chunk's passes (a 64-row chunk has 11 passes of K steps for its K * 4 lines),
-// leaving the line fill buffers to the loads: with the k loop unrolled twice, `tessera bench
-// engine` at 64 sequences 2899 -> 3018 tok/s (4 interleaved pairs, docs/perf.md Session 17).
+// The next chunk of panels, asked into L2 while this one is computed (without it each chunk's
+// first pass of x waits on W); for a range's last chunk, the start of the thread's next item
+// (GemmNtArgs::prefetch_next). Panels of a whole K lie end to end, so a chunk is one block of
+// bytes [next, end). Every tile asks for its share of the lines, one per k step from its start:
+// two registers in the tile's loop (next, tile_end), which has few to spare. Spreading the asks
+// over the chunk's passes leaves the line fill buffers to the loads: one line a step instead of
+// two, `tessera bench engine` at 64 sequences 2899 -> 3018 tok/s (docs/perf.md Session 17); each
+// tile's share instead of all in the first pass, and the next item's start, 3% more (Session 26).
 struct PanelPrefetch {
   const char* next = nullptr;
-  const char* end = nullptr;
+  const char* end = nullptr;       // the next chunk's end
+  const char* tile_end = nullptr;  // this tile's share of it
+  int64_t per_tile = 0;            // bytes of the next chunk asked for per tile
+
+  __attribute__((always_inline)) void begin_tile() {
+    tile_end = next + std::min(per_tile, end - next);
+  }
 
   __attribute__((always_inline)) void step() {
-    if (next < end) {
+    if (next < tile_end) {
       _mm_prefetch(next, _MM_HINT_T1);
       next += 64;
     }
@@ -59,6 +66,7 @@ TS_PANELS_TARGET inline void last_panels(const GemmNtArgs& a, const float* const
                                          int64_t n_begin, int64_t n_end, PanelPrefetch& pf) {
   if constexpr (R > 0) {
     if (r == R) {
+      pf.begin_tile();
       T::template tile<MR, R>(a, xr, panels + p * a.panel_stride, m0, p * kPanel, n_begin, n_end,
                               pf);
       return;
@@ -79,6 +87,7 @@ TS_PANELS_TARGET void rows_over_panels(const GemmNtArgs& a, const W* panels, int
   const int64_t p_begin = n_begin / kPanel, p_end = (n_end + kPanel - 1) / kPanel;
   int64_t p = p_begin;
   for (; p + NP <= p_end; p += NP) {
+    pf.begin_tile();
     T::template tile<MR, NP>(a, xr, panels + p * a.panel_stride, m0, p * kPanel, n_begin, n_end,
                              pf);
   }
@@ -98,6 +107,18 @@ TS_PANELS_TARGET void slice(const GemmNtArgs& a, const W* panels, int mr, int64_
   rows_over_panels<T, MR>(a, panels, m0, n_begin, n_end, pf);
 }
 
+// Tiles of rows_over_panels over `panels` panels for slices of `max_rows` rows of x.
+template <class T>
+constexpr int64_t tiles_over(int64_t rows, int64_t max_rows, int64_t panels) {
+  int64_t tiles = 0;
+  for (int64_t m0 = 0; m0 < rows; m0 += max_rows) {
+    const auto mr = static_cast<int>(std::min(max_rows, rows - m0));
+    const int64_t np = max_rows == T::kMaxRows ? T::panels_for(mr) : panels;
+    tiles += (panels + np - 1) / np;
+  }
+  return tiles;
+}
+
 // Columns [n_begin, n_end) of y, over the whole K.
 template <class T, typename W>
 TS_PANELS_TARGET void walk_panels(const GemmNtArgs& a, const W* panels, int64_t n_begin,
@@ -112,11 +133,24 @@ TS_PANELS_TARGET void walk_panels(const GemmNtArgs& a, const W* panels, int64_t 
     const int64_t nc = std::max(n_begin, first), nc_end = std::min(n_end, first + chunk);
     PanelPrefetch pf;
     // With a single slice of x there is no second pass to hide the fetch behind; a part of K
-    // (input_columns) leaves gaps between the panels.
+    // (input_columns) leaves gaps between the panels. The last chunk of several slices asks for
+    // the start of the thread's next item, where its caller named one (a one-slice product streams
+    // W at the memory's pace: asking earlier gains nothing there).
     if (nc_end < n_end && a.rows > T::kMaxRows && a.panel_stride == a.in * kPanel) {
       pf.next = reinterpret_cast<const char*>(panels + nc_end / kPanel * a.panel_stride);
       const int64_t next_panels = (std::min(n_end, nc_end + chunk) - nc_end + kPanel - 1) / kPanel;
       pf.end = pf.next + next_panels * a.panel_stride * kBytes;
+    } else if (nc_end >= n_end && a.rows > T::kMaxRows && a.prefetch_next != nullptr) {
+      pf.next = a.prefetch_next;
+      pf.end = pf.next + a.prefetch_next_bytes;
+    }
+    if (pf.next != nullptr) {
+      const int64_t chunk_panels = (nc_end + kPanel - 1) / kPanel - nc / kPanel;
+      const bool narrow = T::kNarrowRows > 0 && chunk_panels <= 2 && a.rows > T::kMaxRows;
+      const int64_t tiles =
+          tiles_over<T>(a.rows, narrow ? T::kNarrowRows : T::kMaxRows, chunk_panels);
+      const int64_t lines = (pf.end - pf.next) / 64;
+      pf.per_tile = (lines + tiles - 1) / std::max<int64_t>(tiles, 1) * 64;
     }
     if constexpr (T::kNarrowRows > 0) {
       // One or two panels: slices of kNarrowRows rows (each over those panels in one tile).

@@ -52,6 +52,22 @@ bool own_kernel_takes(const GemmNtArgs& a) {
   return use_own_kernel() && (avx512_kernel() || a.x_bf16 == nullptr);
 }
 
+GemmNtArgs ask_for_next_item(GemmNtArgs a, const GemmNtArgs& next, int64_t begin, int64_t end) {
+  // Contiguous panels only (a part of K, input_columns, leaves gaps between them).
+  if (!next.in_panels() || begin >= end || next.panel_stride != next.in * kWeightPanelWidth) {
+    return a;
+  }
+  const int64_t elem = next.w_panels != nullptr ? 4 : 2;
+  const char* base = next.w_panels != nullptr ? reinterpret_cast<const char*>(next.w_panels)
+                                              : reinterpret_cast<const char*>(next.w_panels_bf16);
+  const int64_t p0 = (begin + next.panel_col0) / kWeightPanelWidth;
+  const int64_t p1 = (end + next.panel_col0 + kWeightPanelWidth - 1) / kWeightPanelWidth;
+  constexpr int64_t kChunkBytes = int64_t{128} * 1024;  // the walk's chunk (gemm_panel_walk.hpp)
+  a.prefetch_next = base + p0 * next.panel_stride * elem;
+  a.prefetch_next_bytes = std::min(kChunkBytes, (p1 - p0) * next.panel_stride * elem);
+  return a;
+}
+
 void gemm_nt_columns(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
   if (avx512_kernel()) {
     gemm_nt_avx512(a, n_begin, n_end);
@@ -170,7 +186,9 @@ void linear_own_kernel(GemmNtArgs a, const AfterRange& after = {}) {
     const int64_t items = (a.out + after.columns - 1) / after.columns;
     parallel_for(items, threads, [&](int64_t i) {
       const int64_t begin = i * after.columns, end = std::min(a.out, begin + after.columns);
-      gemm_nt_columns(a, begin, end);
+      const int64_t next = (i + threads) * after.columns;
+      gemm_nt_columns(ask_for_next_item(a, a, next, std::min(a.out, next + after.columns)), begin,
+                      end);
       after.call(after.ctx, i, begin, end);
     });
     return;
@@ -193,9 +211,11 @@ void linear_own_kernel(GemmNtArgs a, const AfterRange& after = {}) {
     gemm_nt_columns(a, 0, a.out);
     return;
   }
+  const auto column = [&](int64_t i) { return std::min(a.out, units * i / items * unit); };
   parallel_for(items, threads, [&](int64_t i) {
-    gemm_nt_columns(a, std::min(a.out, units * i / items * unit),
-                    std::min(a.out, units * (i + 1) / items * unit));
+    const int64_t next = std::min(items, i + threads);
+    gemm_nt_columns(ask_for_next_item(a, a, column(next), column(next + 1)), column(i),
+                    column(i + 1));
   });
 }
 

@@ -37,6 +37,11 @@ void zero_output(const GemmNtArgs& a);
 // Items of a product split its columns at multiples of this: the kernel's 4-column blocks, or
 // whole panels of W.
 int64_t item_columns(const GemmNtArgs& a);
+// a, asking (while it computes its last chunk) for the first panels of columns [begin, end) of
+// `next`: the item the thread is expected to take next (items are taken from a shared counter, so
+// the thread's next one is about `threads` on). Without it each item's first chunk of W came from
+// memory on demand: 16-row experts ran at ~145 GFLOP/s against ~175 for hot W (docs/perf.md).
+GemmNtArgs ask_for_next_item(GemmNtArgs a, const GemmNtArgs& next, int64_t begin, int64_t end);
 // One product, whole, on our kernel over the compute threads or on OpenBLAS.
 void linear_args(const GemmNtArgs& args);
 

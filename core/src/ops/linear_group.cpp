@@ -60,11 +60,22 @@ void run_in_equal_pieces(std::span<const GemmNtArgs> args, int64_t total, int th
   if (piece_start.back() != segments.size()) {
     piece_start.push_back(segments.size());
   }
-  parallel_for(static_cast<int64_t>(piece_start.size()) - 1, threads, [&](int64_t p) {
-    for (size_t i = piece_start[static_cast<size_t>(p)];
-         i < piece_start[static_cast<size_t>(p) + 1]; ++i) {
+  const auto piece_count = static_cast<int64_t>(piece_start.size()) - 1;
+  parallel_for(piece_count, threads, [&](int64_t p) {
+    const size_t first = piece_start[static_cast<size_t>(p)];
+    const size_t last = piece_start[static_cast<size_t>(p) + 1];
+    for (size_t i = first; i < last; ++i) {
       const Segment& s = segments[i];
-      gemm_nt_columns(args[static_cast<size_t>(s.gemm)], s.begin, s.end);
+      const GemmNtArgs& a = args[static_cast<size_t>(s.gemm)];
+      // The piece's last segment asks for the start of the piece `threads` on.
+      const int64_t next_piece = p + threads;
+      if (i + 1 < last || next_piece >= piece_count) {
+        gemm_nt_columns(a, s.begin, s.end);
+        continue;
+      }
+      const Segment& n = segments[piece_start[static_cast<size_t>(next_piece)]];
+      gemm_nt_columns(ask_for_next_item(a, args[static_cast<size_t>(n.gemm)], n.begin, n.end),
+                      s.begin, s.end);
     }
   });
 }
@@ -132,9 +143,17 @@ void linear_group(std::span<const GemmNtArgs> gemms) {
   }
   std::stable_sort(items.begin(), items.end(),
                    [](const Item& p, const Item& q) { return p.madds > q.madds; });
-  parallel_for(static_cast<int64_t>(items.size()), threads, [&](int64_t i) {
+  const auto item_count = static_cast<int64_t>(items.size());
+  parallel_for(item_count, threads, [&](int64_t i) {
     const Item& it = items[static_cast<size_t>(i)];
-    gemm_nt_columns(args[static_cast<size_t>(it.gemm)], it.begin, it.end);
+    const GemmNtArgs& a = args[static_cast<size_t>(it.gemm)];
+    if (i + threads >= item_count) {
+      gemm_nt_columns(a, it.begin, it.end);
+      return;
+    }
+    const Item& n = items[static_cast<size_t>(i + threads)];
+    gemm_nt_columns(ask_for_next_item(a, args[static_cast<size_t>(n.gemm)], n.begin, n.end),
+                    it.begin, it.end);
   });
 }
 
