@@ -34,16 +34,19 @@ namespace {
 // The next chunk of panels, asked into L2 while this one is computed (without it each chunk's
 // first pass of x waits on W); for a range's last chunk, the start of the thread's next item
 // (GemmNtArgs::prefetch_next). Panels of a whole K lie end to end, so a chunk is one block of
-// bytes [next, end). Every tile asks for its share of the lines, one per k step from its start:
-// two registers in the tile's loop (next, tile_end), which has few to spare. Spreading the asks
-// over the chunk's passes leaves the line fill buffers to the loads: one line a step instead of
-// two, `tessera bench engine` at 64 sequences 2899 -> 3018 tok/s (docs/perf.md Session 17); each
-// tile's share instead of all in the first pass, and the next item's start, 3% more (Session 26).
+// bytes [next, end). Every tile asks for its share of the chunk's lines, spread over its whole K
+// (`stride` bytes a k step, so a line is asked for up to 16 times: the repeats merge with the miss
+// in flight): three registers in the tile's loop, which has few to spare. Asks in bursts take the
+// line fill buffers the loads of W from L2 need: a 64-sequence step of 50m took ~29.4 ms with the
+// whole chunk asked for in the first pass of x (a line every k step), 28.7 with each tile asking
+// for its share from its start, 27.3-27.4 with the share spread over the tile's K (docs/perf.md
+// Session 26; Session 17 had gone from two lines a step to one for the same reason).
 struct PanelPrefetch {
   const char* next = nullptr;
   const char* end = nullptr;       // the next chunk's end
   const char* tile_end = nullptr;  // this tile's share of it
   int64_t per_tile = 0;            // bytes of the next chunk asked for per tile
+  int64_t stride = 64;             // bytes a k step moves on: a tile's share over its whole K
 
   __attribute__((always_inline)) void begin_tile() {
     tile_end = next + std::min(per_tile, end - next);
@@ -52,7 +55,7 @@ struct PanelPrefetch {
   __attribute__((always_inline)) void step() {
     if (next < tile_end) {
       _mm_prefetch(next, _MM_HINT_T1);
-      next += 64;
+      next += stride;
     }
   }
 };
@@ -151,6 +154,7 @@ TS_PANELS_TARGET void walk_panels(const GemmNtArgs& a, const W* panels, int64_t 
           tiles_over<T>(a.rows, narrow ? T::kNarrowRows : T::kMaxRows, chunk_panels);
       const int64_t lines = (pf.end - pf.next) / 64;
       pf.per_tile = (lines + tiles - 1) / std::max<int64_t>(tiles, 1) * 64;
+      pf.stride = std::clamp<int64_t>((pf.per_tile + a.in - 1) / std::max<int64_t>(a.in, 1), 4, 64);
     }
     if constexpr (T::kNarrowRows > 0) {
       // One or two panels: slices of kNarrowRows rows (each over those panels in one tile).
