@@ -1,7 +1,8 @@
-// The two paths that take exp from glibc's vector math library (libmvec) on AVX-512 CPUs: the
-// MoE's SwiGLU (ops/swiglu.hpp) and the compressor's softmax pooling (model/softmax_pool.hpp),
-// each against its one-value-at-a-time std::exp reference, on every tail of the vector width, the
-// swiglu_limit clamp, extreme inputs, and pooling over one window or a window and its previous.
+// The paths that take exp from glibc's vector math library (libmvec): the MoE's SwiGLU
+// (ops/swiglu.hpp) and the compressor's softmax pooling (model/softmax_pool.hpp, on AVX-512 and on
+// AVX2), each against its one-value-at-a-time std::exp reference, on every tail of the vector
+// width, the swiglu_limit clamp, extreme inputs, and pooling over one window or a window and its
+// previous.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -11,6 +11,9 @@
 // glibc's libmvec: exp on 8 double lanes (the x86-64 vector function ABI name of exp for AVX-512).
 // NOLINTNEXTLINE(bugprone-reserved-identifier): glibc exports it under this name
 extern "C" __attribute__((target("avx512f"))) __m512d _ZGVeN8v_exp(__m512d x);
+// The same on 4 double lanes for AVX2 (_ZGVdN4v_exp, within 4 ulp of exp).
+// NOLINTNEXTLINE(bugprone-reserved-identifier): glibc exports it under this name
+extern "C" __attribute__((target("avx2,fma"))) __m256d _ZGVdN4v_exp(__m256d x);
 
 namespace tessera::dsv4 {
 namespace {
@@ -44,6 +47,30 @@ __attribute__((target("avx512f"))) void pool8(std::span<const PoolRows> parts, i
                         _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_div_pd(acc, denom))));
 }
 
+// Channels [j, j + lanes) (lanes <= 4) on AVX2: pool8's operations on four lanes.
+__attribute__((target("avx2,fma"))) void pool4(std::span<const PoolRows> parts, int64_t j,
+                                               int lanes, float* entry) {
+  const __m128i mask = _mm_cmpgt_epi32(_mm_set1_epi32(lanes), _mm_setr_epi32(0, 1, 2, 3));
+  __m128 max = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+  for (const PoolRows& p : parts) {
+    for (int64_t t = 0; t < p.rows; ++t) {
+      max = _mm_max_ps(max, _mm_maskload_ps(p.gate + t * p.stride + j, mask));
+    }
+  }
+  const __m256d max_d = _mm256_cvtps_pd(max);
+  __m256d denom = _mm256_setzero_pd(), acc = _mm256_setzero_pd();
+  for (const PoolRows& p : parts) {
+    for (int64_t t = 0; t < p.rows; ++t) {
+      const __m256d g = _mm256_cvtps_pd(_mm_maskload_ps(p.gate + t * p.stride + j, mask));
+      const __m256d kv = _mm256_cvtps_pd(_mm_maskload_ps(p.kv + t * p.stride + j, mask));
+      const __m256d w = _ZGVdN4v_exp(_mm256_sub_pd(g, max_d));
+      denom = _mm256_add_pd(denom, w);
+      acc = _mm256_add_pd(acc, _mm256_mul_pd(w, kv));  // not fused: as the scalar loop
+    }
+  }
+  _mm_maskstore_ps(entry + j, mask, _mm256_cvtpd_ps(_mm256_div_pd(acc, denom)));
+}
+
 }  // namespace
 
 void softmax_pool_scalar(std::span<const PoolRows> parts, int64_t dim, float* entry) {
@@ -68,7 +95,13 @@ void softmax_pool_scalar(std::span<const PoolRows> parts, int64_t dim, float* en
 
 void softmax_pool(std::span<const PoolRows> parts, int64_t dim, float* entry) {
   if (!ops::gemm_nt_avx512_available()) {
-    softmax_pool_scalar(parts, dim, entry);
+    if (!ops::gemm_nt_avx2_available()) {
+      softmax_pool_scalar(parts, dim, entry);
+      return;
+    }
+    for (int64_t j = 0; j < dim; j += 4) {
+      pool4(parts, j, static_cast<int>(std::min<int64_t>(4, dim - j)), entry);
+    }
     return;
   }
   for (int64_t j = 0; j < dim; j += 8) {
