@@ -64,6 +64,42 @@ TS_SIMD_CLONES void post_mix_token(const float* post, const float* comb, const f
   }
 }
 
+// post_mix_token for n = 4 (DeepSeek-V4's hc_mult) in one pass over the token's streams: each
+// column i of the four old streams read into registers, then the four new ones written, with the
+// same operations in the same order as post_mix_token (the same bits). The general loop made five
+// passes over each new stream and copied the old ones first (~3% of a 64-sequence 50m step's CPU
+// time on a Zen 3, session 26).
+TS_SIMD_CLONES void post_mix_token4(const float* post, const float* comb, const float* out,
+                                    int64_t D, float* X) {
+  constexpr int64_t kN = 4;
+  float p[kN], c[kN][kN];  // c[j][k] = comb[j * n + k]
+  for (int64_t k = 0; k < kN; ++k) {
+    p[k] = post[k];
+    for (int64_t j = 0; j < kN; ++j) {
+      c[j][k] = comb[j * kN + k];
+    }
+  }
+  float* __restrict x0 = X;
+  float* __restrict x1 = X + D;
+  float* __restrict x2 = X + 2 * D;
+  float* __restrict x3 = X + 3 * D;
+  const float* __restrict o = out;
+  for (int64_t i = 0; i < D; ++i) {
+    const float old[kN] = {x0[i], x1[i], x2[i], x3[i]};
+    float acc[kN];
+    for (int64_t k = 0; k < kN; ++k) {
+      acc[k] = p[k] * o[i];
+      for (int64_t j = 0; j < kN; ++j) {
+        acc[k] += c[j][k] * old[j];
+      }
+    }
+    x0[i] = acc[0];
+    x1[i] = acc[1];
+    x2[i] = acc[2];
+    x3[i] = acc[3];
+  }
+}
+
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // mix[t, rows] = (X_t flattened . fn^T) * rsqrt(mean(X_t^2) + eps) (the unweighted-RMS input)
@@ -184,6 +220,13 @@ void hc_post(const ModelConfig& config, const HcMix& mix, const float* block_out
              int64_t tokens) {
   const int64_t n = config.hc_mult, D = config.hidden_size;
   for_each_token_chunk(tokens, [&](int64_t first, int64_t last) {
+    if (n == 4) {
+      for (int64_t t = first; t < last; ++t) {
+        post_mix_token4(mix.post.data() + t * n, mix.comb.data() + t * n * n, block_out + t * D, D,
+                        streams + t * n * D);
+      }
+      return;
+    }
     std::vector<float> old(static_cast<size_t>(n * D));
     for (int64_t t = first; t < last; ++t) {
       post_mix_token(mix.post.data() + t * n, mix.comb.data() + t * n * n, block_out + t * D, n, D,
