@@ -122,11 +122,11 @@ constexpr int64_t slice_rows(int64_t rows, int64_t slices, int64_t s) {
 // cuts.
 template <class T>
 constexpr int64_t tiles_over(int64_t rows, int64_t max_rows, int64_t panels) {
-  int64_t tiles = 0;
   if (max_rows != T::kMaxRows) {  // narrow slices: one tile each
     return (rows + max_rows - 1) / max_rows;
   }
   const int64_t slices = (rows + max_rows - 1) / max_rows;
+  int64_t tiles = 0;
   for (int64_t s = 0; s < slices; ++s) {
     const int64_t np = T::panels_for(static_cast<int>(slice_rows(rows, slices, s)));
     tiles += (panels + np - 1) / np;
