@@ -1,5 +1,5 @@
-// Shared by the GEMM tests (gemm_nt_test, gemm_panels_test, gemm_bf16_activations_test):
-// reproducible operands, and the model's product on a given number of threads.
+// Shared by the GEMM tests (gemm_nt_test, gemm_panels_test, gemm_bf16_activations_test) and
+// hc_post_test: reproducible operands, and the model's product on a given number of threads.
 #pragma once
 
 #include <cstdint>

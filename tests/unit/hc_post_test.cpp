@@ -6,24 +6,14 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "gemm_harness.hpp"  // random_values
 #include "model/dsv4_config.hpp"
 #include "model/hyper_connection.hpp"
 
 namespace tessera {
 namespace {
-
-std::vector<float> uniform(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    x = u(rng);
-  }
-  return v;
-}
 
 TEST(HcPost, MixesTheStreamsAsTheFormulaSays) {
   for (const int64_t n : {4, 3, 5}) {
@@ -33,10 +23,10 @@ TEST(HcPost, MixesTheStreamsAsTheFormulaSays) {
         config.hc_mult = n;
         config.hidden_size = D;
         dsv4::HcMix mix;
-        mix.post = uniform(static_cast<size_t>(T * n), 1);
-        mix.comb = uniform(static_cast<size_t>(T * n * n), 2);
-        const std::vector<float> out = uniform(static_cast<size_t>(T * D), 3);
-        const std::vector<float> before = uniform(static_cast<size_t>(T * n * D), 4);
+        mix.post = ops::random_values(static_cast<size_t>(T * n), 1);
+        mix.comb = ops::random_values(static_cast<size_t>(T * n * n), 2);
+        const std::vector<float> out = ops::random_values(static_cast<size_t>(T * D), 3);
+        const std::vector<float> before = ops::random_values(static_cast<size_t>(T * n * D), 4);
         std::vector<float> streams = before;
         dsv4::hc_post(config, mix, out.data(), streams.data(), T);
         for (int64_t t = 0; t < T; ++t) {
