@@ -48,6 +48,9 @@ struct GemmNtArgs {
 // Weight panels: W [out, in] as ceil(out / 16) panels of [in, 16] (16 outputs side by side for
 // each k, the last panel zero-padded), 64-byte aligned where `panels` is.
 inline constexpr int64_t kWeightPanelWidth = 16;
+// The panel kernels walk W in chunks of about this many bytes (L2-sized; gemm_panel_walk.hpp), and
+// a work item's first chunk is what the item before it asks for (GemmNtArgs::prefetch_next).
+inline constexpr int64_t kPanelChunkBytes = int64_t{128} * 1024;
 inline int64_t weight_panel_count(int64_t out) {
   return (out + kWeightPanelWidth - 1) / kWeightPanelWidth;
 }

@@ -143,7 +143,7 @@ TS_PANELS_TARGET void walk_panels(const GemmNtArgs& a, const W* panels, int64_t 
   constexpr auto kBytes = static_cast<int64_t>(sizeof(W));
   const int64_t panel_bytes = std::max<int64_t>(a.in, 1) * kPanel * kBytes;
   const int64_t chunk =
-      std::max<int64_t>(T::kMinChunkPanels, int64_t{128} * 1024 / panel_bytes) * kPanel;  // cols
+      std::max<int64_t>(T::kMinChunkPanels, kPanelChunkBytes / panel_bytes) * kPanel;  // cols
   for (int64_t first = n_begin / kPanel * kPanel; first < n_end; first += chunk) {
     const int64_t nc = std::max(n_begin, first), nc_end = std::min(n_end, first + chunk);
     PanelPrefetch pf;

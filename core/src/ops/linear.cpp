@@ -62,9 +62,8 @@ GemmNtArgs ask_for_next_item(GemmNtArgs a, const GemmNtArgs& next, int64_t begin
                                               : reinterpret_cast<const char*>(next.w_panels_bf16);
   const int64_t p0 = (begin + next.panel_col0) / kWeightPanelWidth;
   const int64_t p1 = (end + next.panel_col0 + kWeightPanelWidth - 1) / kWeightPanelWidth;
-  constexpr int64_t kChunkBytes = int64_t{128} * 1024;  // the walk's chunk (gemm_panel_walk.hpp)
   a.prefetch_next = base + p0 * next.panel_stride * elem;
-  a.prefetch_next_bytes = std::min(kChunkBytes, (p1 - p0) * next.panel_stride * elem);
+  a.prefetch_next_bytes = std::min(kPanelChunkBytes, (p1 - p0) * next.panel_stride * elem);
   return a;
 }
 
