@@ -1,6 +1,7 @@
-// The sampler's rejection-draw weight exp((l - l_max) / T) as docs/sampler.md defines it, written
-// out for the tests (not the plugin's code): Cody-Waite reduction and the Cephes expf polynomial
-// with every product-and-add one correctly rounded std::fma, every other operation rounded alone.
+// The sampler's rejection-draw weight exp((l - l_max) / T) and its bound as docs/sampler.md defines
+// them, written out for the tests (not the plugin's code): Cody-Waite reduction and the Cephes
+// expf polynomial with every product-and-add one correctly rounded std::fma, every other operation
+// rounded alone.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +29,16 @@ inline float reference_fma_exp(float in, float l_max, float t) {
   const int32_t kb = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(0x1.8p23f);
   return x < -87.33654475f ? 0.0f
                            : e_r * std::bit_cast<float>(static_cast<uint32_t>(kb + 127) << 23);
+}
+
+// The rejection draw's group bound (docs/sampler.md "Rejection draw"): the float whose bits are
+// trunc(fma(y, log2 e 2^23, 127 2^23)) + 1024, y the scaled logit above; 0 below ln(2^-126).
+inline float reference_exp_bound(float in, float l_max, float t) {
+  const float y = (in - l_max) / t;
+  const float yc = std::max(y, -87.33654475f);
+  const float biased = std::fma(yc, 1.44269504088896341f * 8388608.0f, 127.0f * 8388608.0f);
+  const int32_t bits = static_cast<int32_t>(biased) + 1024;
+  return y < -87.33654475f ? 0.0f : std::bit_cast<float>(bits);
 }
 
 }  // namespace tessera::sampler_test

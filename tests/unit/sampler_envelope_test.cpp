@@ -30,7 +30,7 @@ std::vector<float> group_maxima(const std::vector<float>& l) {
   return m;
 }
 
-// The documented prefix sums: U_g = n_g e(m_g) (1 + 2^-20), or the exact weight of a group
+// The documented prefix sums: U_g = n_g bound(m_g), or the exact weight of a group
 // holding the max; block sum ((P0 + P1) + (P2 + P3)) + ((P4 + P5) + (P6 + P7)), Pk = U(2k) +
 // U(2k+1); prefix = running sum.
 std::vector<double> reference_prefix(const std::vector<float>& l, float t) {
@@ -48,10 +48,10 @@ std::vector<double> reference_prefix(const std::vector<float>& l, float t) {
         exact += static_cast<double>(sampler_test::reference_fma_exp(l[c], l_max, t));
       }
       const float m = gmax[b * 16 + lane];
-      u[lane] = m == l_max ? exact
-                           : static_cast<double>(n) *
-                                 static_cast<double>(sampler_test::reference_fma_exp(m, l_max, t)) *
-                                 (1.0 + 0x1.0p-20);
+      u[lane] = m == l_max
+                    ? exact
+                    : static_cast<double>(n) *
+                          static_cast<double>(sampler_test::reference_exp_bound(m, l_max, t));
     }
     double p[8];
     for (size_t k = 0; k < 8; ++k) {

@@ -287,6 +287,58 @@ TEST(SamplerFmaExp, SameBitsAsAScalarFmaEvaluationAndAsAccurate) {
   }
 }
 
+// The group bound of the rejection draw: the definition's bits in every clone, never below the
+// weight of its input or of anything below it (inputs where y log2 e is an integer, where the
+// chord touches 2^x, and just above and below them, are where a missing margin shows), at most
+// 6.25% above the weight, and 0 only where every weight below is 0.
+TEST(SamplerFmaExp, BoundsHaveTheDefinitionsBitsAndLieAboveEveryWeightBelow) {
+  std::vector<float> in;
+  for (uint32_t bits = std::bit_cast<uint32_t>(1e-8f); bits <= std::bit_cast<uint32_t>(104.0f);
+       bits += 997) {
+    in.push_back(-std::bit_cast<float>(bits));
+  }
+  for (int n = 0; n <= 126; ++n) {  // y log2 e = -n, and its neighbours
+    const float y = static_cast<float>(-n * 0.69314718055994531);
+    for (float v = std::nextafter(std::nextafter(y, -200.0f), -200.0f); v <= 0.0f && v <= y + 1e-5f;
+         v = std::nextafter(v, 1.0f)) {
+      in.push_back(v);
+    }
+  }
+  in.push_back(0.0f);
+  in.push_back(-std::numeric_limits<float>::infinity());
+  int checked = 0;
+  for (const auto [l_max, t] : {std::pair{0.0f, 1.0f}, {3.5f, 0.7f}, {-2.0f, 1.9f}}) {
+    std::vector<float> shifted(in.size()), out(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      shifted[i] = in[i] * t + l_max;
+    }
+    fma_exp_bounds(shifted.data(), static_cast<int64_t>(shifted.size()), l_max, t, out.data());
+    for (size_t i = 0; i < in.size(); ++i) {
+      const float x = shifted[i];
+      const float expected = sampler_test::reference_exp_bound(x, l_max, t);
+      ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(expected))
+          << "bound of (" << x << " - " << l_max << ") / " << t << " = " << out[i]
+          << ", the definition gives " << expected;
+      ASSERT_EQ(std::bit_cast<uint32_t>(fma_exp_bound(x, l_max, t)),
+                std::bit_cast<uint32_t>(expected));
+      const float weight = fma_exp_weight(x, l_max, t);
+      float below = x;  // x and the two floats below it
+      for (int k = 0; k < 3; ++k, below = std::nextafter(below, -1e30f)) {
+        ASSERT_GE(out[i], fma_exp_weight(below, l_max, t))
+            << "the bound of " << x << " (l_max " << l_max << ", T " << t
+            << ") is below the weight of " << below;
+      }
+      if (weight > 0.0f) {
+        ASSERT_LE(static_cast<double>(out[i]), 1.0625 * static_cast<double>(weight))
+            << "loose bound at " << x << " (l_max " << l_max << ", T " << t << ")";
+      }
+      ++checked;
+    }
+    EXPECT_EQ(out[in.size() - 1], 0.0f);  // -inf
+  }
+  EXPECT_GT(checked, 3000);
+}
+
 TEST(SamplerGroupScan, GroupMaximaOfThePlainGrouping) {
   const float inf = std::numeric_limits<float>::infinity();
   int checked = 0;

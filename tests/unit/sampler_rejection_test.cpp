@@ -52,9 +52,8 @@ int32_t reference_rejection(const std::vector<float>& l, float t, uint64_t seed,
       for (size_t c = b * 256 + lane; c < std::min(l.size(), (b + 1) * 256); c += 16) {
         ++n;
       }
-      bound[b * 16 + lane] = static_cast<double>(n) *
-                             static_cast<double>(reference_fma_exp(gmax[b * 16 + lane], l_max, t)) *
-                             (1.0 + 0x1.0p-20);
+      bound[b * 16 + lane] = static_cast<double>(n) * static_cast<double>(reference_exp_bound(
+                                                          gmax[b * 16 + lane], l_max, t));
       if (gmax[b * 16 + lane] == l_max) {  // a group holding the max: its exact weight
         double sum = 0.0;
         for (size_t c = b * 256 + lane; c < std::min(l.size(), (b + 1) * 256); c += 16) {
@@ -91,8 +90,7 @@ int32_t reference_rejection(const std::vector<float>& l, float t, uint64_t seed,
     }
     const size_t g = b * 16 + lane;
     if (gmax[g] != l_max) {  // a bounded group: column floor(r / c_g), accepted below its weight
-      const double c =
-          static_cast<double>(reference_fma_exp(gmax[g], l_max, t)) * (1.0 + 0x1.0p-20);
+      const double c = static_cast<double>(reference_exp_bound(gmax[g], l_max, t));
       const double k = std::floor(r / c);
       const size_t column = b * 256 + lane + static_cast<size_t>(k) * 16;
       if (column < std::min(l.size(), (b + 1) * 256) &&

@@ -16,9 +16,6 @@ namespace {
 constexpr int64_t kLanes = TS_LOGIT_GROUP_LANES;
 constexpr int64_t kBlock = TS_LOGIT_GROUP_BLOCK;
 constexpr int64_t kFullGroup = kBlock / kLanes;  // columns of a group in a full block
-// e is within 1e-7 of exp (fma_exp.hpp), so e(l_j) <= e(m_g) (1 + 1e-7) / (1 - 1e-7) for l_j <=
-// m_g.
-constexpr double kSlack = 1.0 + 0x1.0p-20;
 
 // Columns of group `lane` in a block of `columns` (< kBlock only for the last block).
 int64_t group_size(int64_t lane, int64_t columns) {
@@ -58,9 +55,8 @@ double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, 
          (((v[8] + v[9]) + (v[10] + v[11])) + ((v[12] + v[13]) + (v[14] + v[15])));
 }
 
-// The bound of a group of a full block: 16 e (1 + 2^-20), exactly n_g e slack (scaling by 16 is
-// exact).
-constexpr double kFullFactor = static_cast<double>(kFullGroup) * kSlack;
+// The bound of a group of a full block: 16 c_g (exact).
+constexpr double kFullFactor = static_cast<double>(kFullGroup);
 
 // Full blocks' sums, four blocks at a time: the fixed tree of tree_sum in four-double vectors.
 // (Left to GCC, the one-block loop was vectorised across eight blocks with a transpose of ~150
@@ -115,11 +111,10 @@ TS_SAMPLER_CLONES void full_block_sums(const float* e, int64_t blocks, double* b
   }
 }
 
-// The 16 bounds U_g of block b into u: n_g e(m_g) (1 + 2^-20), or the exact sum of a group
-// holding the row's max.
+// The 16 bounds U_g of block b into u: n_g c_g, or the exact sum of a group holding the row's max.
 [[gnu::always_inline]] inline void block_bounds(const RejectionEnvelope& env, int64_t vocab,
                                                 int64_t b, double* u) {
-  const float* e = env.group_weight.data() + b * kLanes;  // e(m_g) of the block's groups
+  const float* e = env.group_cap.data() + b * kLanes;  // c_g of the block's groups
   const int64_t columns = std::min(kBlock, vocab - b * kBlock);
   if (columns == kBlock) {
     for (int64_t l = 0; l < kLanes; ++l) {
@@ -127,7 +122,7 @@ TS_SAMPLER_CLONES void full_block_sums(const float* e, int64_t blocks, double* b
     }
   } else {
     for (int64_t l = 0; l < kLanes; ++l) {
-      u[l] = static_cast<double>(group_size(l, columns)) * static_cast<double>(e[l]) * kSlack;
+      u[l] = static_cast<double>(group_size(l, columns)) * static_cast<double>(e[l]);
     }
   }
   for (const auto& [group, sum] : env.exact) {
@@ -144,7 +139,7 @@ double envelope(std::span<const float> logits, std::span<const float> group_max,
   const int64_t groups = logit_group_count(vocab);
   const int64_t blocks = groups / kLanes;
   const int64_t full_blocks = vocab / kBlock;
-  s.group_weight.resize(static_cast<size_t>(groups));
+  s.group_cap.resize(static_cast<size_t>(groups));
   s.block_prefix.resize(static_cast<size_t>(blocks));
   s.exact.clear();
   // The first group holding the row's max has its weights summed below. Its 16 columns are one
@@ -154,9 +149,9 @@ double envelope(std::span<const float> logits, std::span<const float> group_max,
   if (first_max >= 0) {
     prefetch_logit_block(logits, first_max / kLanes);
   }
-  fma_exp_weights(group_max.data(), groups, l_max, temperature, s.group_weight.data());
+  fma_exp_bounds(group_max.data(), groups, l_max, temperature, s.group_cap.data());
   double* sums = s.block_prefix.data();  // block sums first, prefix sums below
-  full_block_sums(s.group_weight.data(), full_blocks, sums);
+  full_block_sums(s.group_cap.data(), full_blocks, sums);
   // A group holding the row's max gets its exact weight instead of its bound, so a peaked row
   // (most of the mass in one token) accepts its proposals instead of rejecting ~15 in 16.
   for (int64_t g = first_max; g >= 0;) {
@@ -210,14 +205,14 @@ bool is_exact(const RejectionEnvelope& env, int64_t group) {
                      [&](const auto& e) { return e.first == group; });
 }
 
-// A bounded group's column for p.r: k = floor(r / c_g), c_g = e(m_g) (1 + 2^-20), and the rest
+// A bounded group's column for p.r: k = floor(r / c_g), c_g the group's exp bound, and the rest
 // r - k c_g (one rounding: fma), which the column's weight must exceed. Column -1 when rounding put
 // k past the group's last column.
 [[gnu::always_inline]] inline void bounded_column(const RejectionEnvelope& env, int64_t vocab,
                                                   ProposalPlace& p) {
   const int64_t b = p.group / kLanes;
   const int64_t lane = p.group % kLanes;
-  const double c = static_cast<double>(env.group_weight[static_cast<size_t>(p.group)]) * kSlack;
+  const double c = static_cast<double>(env.group_cap[static_cast<size_t>(p.group)]);
   const double k = std::floor(p.r / c);
   if (k >= static_cast<double>(group_size(lane, std::min(kBlock, vocab - b * kBlock)))) {
     return;

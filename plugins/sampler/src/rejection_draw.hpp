@@ -4,20 +4,20 @@
 //
 // Rejection sampling (von Neumann 1951) from a piecewise-constant envelope: the row's columns fall
 // into groups of at most 16 (plugin_abi.h TS_LOGIT_GROUP_*); group g of n_g columns whose largest
-// logit is m_g gets the bound U_g = n_g * c_g with c_g = e(m_g) * (1 + 2^-20) >= every e(l_j) of
-// the group (e = fma_exp_weight, the weight exp((l - l_max) / T); the factor covers e's error, so
-// the bound holds even where e is not monotonic to the last ulp); a group holding the row's max
-// gets U_g = S_g, the sum of its weights, exactly, so a peaked row accepts at once. A proposal
-// draws t uniform in [0, sum_g U_g), finds the group g whose segment holds it and the offset r in
-// [0, U_g). In a bounded group r picks column k = floor(r / c_g) of the group and accepts it when
-// r - k c_g < e(l_j): one logit read and one exp. In an exact group it returns the first column
-// whose cumulative weight exceeds r. Either way a proposal returns column j with probability
-// e(l_j) / sum U, so an accepted one is distributed exactly as e(l_j) / sum_k e(l_k); it is
-// accepted with probability sum S / sum U >= 1 / 16 (a group's weights sum to at least its
-// largest), ~0.4 on flat rows.
-// Cost: an exp per group (1 / 16 of the row, from the group maxima the host's vocabulary head
-// found while writing the logits, or one pass of the sampler's own), 16 for the max's group and
-// one cache line and one exp per proposal.
+// logit is m_g gets the bound U_g = n_g * c_g with c_g = fma_exp_bound(m_g) >= every e(l_j) of the
+// group (e = fma_exp_weight, the weight exp((l - l_max) / T); the bound is 2^(y log2 e) read off a
+// float's bits, up to 6% above exp(y), at a quarter of e's cost: fma_exp.hpp); a group holding the
+// row's max gets U_g = S_g, the sum of its weights, exactly, so a peaked row accepts at once. A
+// proposal draws t uniform in [0, sum_g U_g), finds the group g whose segment holds it and the
+// offset r in [0, U_g). In a bounded group r picks column k = floor(r / c_g) of the group and
+// accepts it when r - k c_g < e(l_j): one logit read and one exp. In an exact group it returns the
+// first column whose cumulative weight exceeds r. Either way a proposal returns column j with
+// probability e(l_j) / sum U, so an accepted one is distributed exactly as e(l_j) / sum_k e(l_k);
+// it is accepted with probability sum S / sum U >= 1 / 17 (a group's weights sum to at least its
+// largest, and c_g is at most 6.2% above that), ~0.4 on flat rows.
+// Cost: an exp bound per group (1 / 16 of the row, from the group maxima the host's vocabulary
+// head found while writing the logits, or one pass of the sampler's own), 16 exps for the max's
+// group and one cache line and one exp per proposal.
 //
 // The tokens differ from the inverse-CDF draw's (draw = "inverse_cdf") for the same seed; both
 // are exact draws from the same distribution. Proposal i uses uniform i of the row's own stream,
@@ -32,7 +32,7 @@
 
 namespace tessera::sampler {
 
-inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probability < (15/16)^1024
+inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probability < (16/17)^1024
 
 // Proposals whose place in the envelope build_envelope finds, and whose logits it asks for: a
 // row's first proposal is accepted with probability sum S / sum U (~0.4 on the 50m model's rows,
@@ -55,7 +55,7 @@ struct ProposalPlace {
 
 // A row's envelope: what its proposals draw from.
 struct RejectionEnvelope {
-  std::vector<float> group_weight;  // [groups] e(m_g): U_g follows from it (rejection_draw.cpp)
+  std::vector<float> group_cap;  // [groups] c_g = fma_exp_bound(m_g): U_g follows from it (.cpp)
   std::vector<std::pair<int64_t, double>> exact;  // groups holding the max: (g, U_g = S_g)
   std::vector<double> block_prefix;               // [blocks] sum of U over blocks 0..b
   double total = 0.0;                             // sum U
