@@ -101,7 +101,7 @@ TEST_F(GemmPanelsTest, MatchesDoubleReferenceOnEveryShapeAndEveryBackend) {
     for (const int threads : {1, 2}) {
       set_compute_threads(threads);
       for (const int64_t rows : {1, 2, 5, 6, 7, 13, 33, 70}) {
-        for (const int64_t out : {1, 3, 16, 17, 33, 130}) {
+        for (const int64_t out : {1, 3, 16, 17, 24, 33, 130}) {
           for (const int64_t in : {1, 15, 16, 17, 100, 512, 2048}) {
             const auto x = random_values(static_cast<size_t>(rows * in), seed++);
             const auto w = random_values(static_cast<size_t>(out * in), seed++);
@@ -129,7 +129,7 @@ TEST_F(GemmPanelsTest, RowRangesAndInputColumnRangesOfPanels) {
   const dsv4::Tensor t = packed(w, out, in);
   for (const GemmBackend backend : backends(true)) {
     set_gemm_backend(backend);
-    for (const int64_t first_row : {0, 5, 16, 21, 69}) {
+    for (const int64_t first_row : {0, 5, 8, 16, 21, 69}) {
       for (const int64_t count : {int64_t{1}, int64_t{19}, out - first_row}) {
         if (first_row + count > out) {
           continue;

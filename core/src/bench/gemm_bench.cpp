@@ -25,6 +25,7 @@ const std::vector<GemmShape> kShapes = {
     {64, 256, 512},    // wq_a, shared expert w1 / w3
     {64, 1024, 256},   // wq_b
     {64, 16384, 512},  // vocabulary head, 64 rows
+    {32, 24, 2048},    // the mHC mix, one thread's 32 tokens (split by rows)
     {64, 128, 256},    // tiny-dsv4 (models/): a 64-row projection, the shared expert's w1 / w3
     {16, 128, 256},    // tiny-dsv4: a routed expert's w1 / w3 for its ~16 of 64 rows
 };

@@ -199,6 +199,14 @@ TS_AVX512 void gemm_nt_range_panels(const GemmNtArgs& a, int64_t n_begin, int64_
 // (gemm_nt_panels_avx2.cpp; the AVX-512 panel kernel's bits).
 TS_AVX2 void gemm_nt_range_panels_avx2(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 
+// Products of at most 24 columns from a vector boundary of the panels, over rows of x at least
+// kFewColumnsMinRows (the mHC mix, 24 x 2048): every column in one tile, K in L1-sized blocks
+// (gemm_nt_few_columns_avx2.cpp; the panel walk's bits). Fewer rows stream W at the memory's pace
+// whatever the tile.
+inline constexpr int64_t kFewColumnsMinRows = 4;
+bool few_columns_avx2_takes(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
+TS_AVX2 void gemm_nt_few_columns_avx2(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
+
 // The same columns on AMX tiles (gemm_nt_amx.cpp; requires gemm_nt_amx_available()).
 TS_AMX void gemm_nt_range_amx(const GemmNtArgs& a, int64_t n_begin, int64_t n_end);
 

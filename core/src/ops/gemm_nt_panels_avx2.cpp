@@ -104,6 +104,10 @@ struct Avx2Panels {
 namespace gemm_detail {
 
 TS_AVX2 void gemm_nt_range_panels_avx2(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
+  if (few_columns_avx2_takes(a, n_begin, n_end)) {
+    gemm_nt_few_columns_avx2(a, n_begin, n_end);
+    return;
+  }
   if (a.w_panels_bf16 != nullptr) {
     walk_panels<Avx2Panels>(a, a.w_panels_bf16, n_begin, n_end);
   } else {
