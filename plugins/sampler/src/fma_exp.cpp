@@ -15,17 +15,24 @@ namespace {
   return sdk::fma_exp_nonpositive((in - l_max) / t);
 }
 
-TS_SAMPLER_CLONES void weights(const float* __restrict in, int64_t n, float l_max, float t,
-                               float* __restrict out) {
+// out[i] = op(in[i], l_max, t) for i < n, inlined into each caller's clones.
+template <typename Op>
+[[gnu::always_inline]] inline void map_scaled(const float* __restrict in, int64_t n, float l_max,
+                                              float t, float* __restrict out, Op op) {
   if (t == 1.0f) {  // x / 1 == x exactly: the constant drops the division, same bits
     for (int64_t i = 0; i < n; ++i) {
-      out[i] = weight(in[i], l_max, 1.0f);
+      out[i] = op(in[i], l_max, 1.0f);
     }
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
-    out[i] = weight(in[i], l_max, t);
+    out[i] = op(in[i], l_max, t);
   }
+}
+
+TS_SAMPLER_CLONES void weights(const float* __restrict in, int64_t n, float l_max, float t,
+                               float* __restrict out) {
+  map_scaled(in, n, l_max, t, out, [](float x, float m, float s) { return weight(x, m, s); });
 }
 
 // (y log2 e + 127) 2^23 = fma(y, log2 e 2^23, 127 2^23): the biased exponent of 2^(y log2 e) in a
@@ -43,15 +50,7 @@ constexpr int32_t kBoundMargin = 1024;
 
 TS_SAMPLER_CLONES void bounds(const float* __restrict in, int64_t n, float l_max, float t,
                               float* __restrict out) {
-  if (t == 1.0f) {  // x / 1 == x exactly: the constant drops the division, same bits
-    for (int64_t i = 0; i < n; ++i) {
-      out[i] = bound(in[i], l_max, 1.0f);
-    }
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = bound(in[i], l_max, t);
-  }
+  map_scaled(in, n, l_max, t, out, [](float x, float m, float s) { return bound(x, m, s); });
 }
 
 }  // namespace
