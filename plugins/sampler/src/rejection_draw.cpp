@@ -57,6 +57,7 @@ double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, 
 
 // The bound of a group of a full block: 16 c_g (exact).
 constexpr double kFullFactor = static_cast<double>(kFullGroup);
+static_assert((kFullGroup & (kFullGroup - 1)) == 0, "four_block_sums scales sums, not bounds");
 
 // Full blocks' sums, four blocks at a time: the fixed tree of tree_sum in four-double vectors.
 // (Left to GCC, the one-block loop was vectorised across eight blocks with a transpose of ~150
@@ -67,8 +68,10 @@ using Floats4 = float __attribute__((vector_size(16)));
 
 // Four blocks' sums at once, lane j of every vector holding block j: the four blocks' bounds
 // transposed as floats (4 x 4 at a time, cheap in-register shuffles), so every addition of the
-// tree is one vertical add for the four blocks and the last one needs no horizontal step. Same
-// operands in the same tree as tree_sum, so the same bits (sampler_envelope_test).
+// tree is one vertical add for the four blocks and the last one needs no horizontal step. The
+// factor (16, a power of 2) scales the sum instead of every bound: exactly the same values, as
+// scaling by a power of 2 commutes with rounding. Same operands in the same tree as tree_sum, so
+// the same bits (sampler_envelope_test).
 [[gnu::always_inline]] inline void four_block_sums(const float* e, Doubles factor, double* sums) {
   Doubles v[kLanes];  // v[l] = the bounds U_l of the four blocks
   for (int64_t q = 0; q < 4; ++q) {
@@ -84,7 +87,7 @@ using Floats4 = float __attribute__((vector_size(16)));
         __builtin_shufflevector(t0, t1, 0, 1, 4, 5), __builtin_shufflevector(t0, t1, 2, 3, 6, 7),
         __builtin_shufflevector(t2, t3, 0, 1, 4, 5), __builtin_shufflevector(t2, t3, 2, 3, 6, 7)};
     for (int64_t i = 0; i < 4; ++i) {
-      v[q * 4 + i] = __builtin_convertvector(c[i], Doubles) * factor;
+      v[q * 4 + i] = __builtin_convertvector(c[i], Doubles);
     }
   }
   Doubles p[8];
@@ -92,7 +95,7 @@ using Floats4 = float __attribute__((vector_size(16)));
     p[k] = v[2 * k] + v[2 * k + 1];
   }
   const Doubles q0 = p[0] + p[1], q1 = p[2] + p[3], q2 = p[4] + p[5], q3 = p[6] + p[7];
-  const Doubles s = (q0 + q1) + (q2 + q3);
+  const Doubles s = ((q0 + q1) + (q2 + q3)) * factor;
   std::memcpy(sums, &s, sizeof s);
 }
 
