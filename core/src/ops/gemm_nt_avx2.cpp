@@ -26,12 +26,7 @@ constexpr int kRows3 = 3;
 constexpr int64_t kCols4 = 4;
 static_assert(kGemmNtRowsPerBlock % kRows3 == 0);
 
-TS_AVX2 inline __m256 load_w(const float* p) { return _mm256_loadu_ps(p); }
-// bf16 holds the top half of an fp32: widening is exact, the products are those of fp32 weights.
-TS_AVX2 inline __m256 load_w(const uint16_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
+using gemm_detail::load_w8;  // 8 weights as fp32, widened from bf16 exactly
 
 // The first `count` (< 8) values, zeros after; never reads past them.
 TS_AVX2 inline __m256 load_tail(__m256i mask, int64_t /*count*/, const float* p) {
@@ -40,7 +35,7 @@ TS_AVX2 inline __m256 load_tail(__m256i mask, int64_t /*count*/, const float* p)
 TS_AVX2 inline __m256 load_tail(__m256i /*mask*/, int64_t count, const uint16_t* p) {
   alignas(16) uint16_t tmp[kLanes8] = {};
   std::copy_n(p, count, tmp);
-  return load_w(tmp);
+  return load_w8(tmp);
 }
 
 TS_AVX2 inline void prefetch_next(const NextChunk& next, int64_t step, int64_t& hit,
@@ -100,7 +95,7 @@ TS_AVX2 void block(const float* const* xr, const W* const* wr, int64_t K, const 
     }
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      const __m256 wv = load_w(wr[j] + k);
+      const __m256 wv = load_w8(wr[j] + k);
 #pragma GCC unroll 3
       for (int i = 0; i < MR; ++i) {
         acc[i][j] = _mm256_fmadd_ps(xv[i], wv, acc[i][j]);

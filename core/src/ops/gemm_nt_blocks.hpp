@@ -30,6 +30,13 @@ TS_AVX512 inline __m512 load_w(const uint16_t* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
+// The same for 8 weights on AVX2 (gemm_nt_avx2.cpp, gemm_nt_panels_avx2.cpp,
+// gemm_nt_few_columns_avx2.cpp).
+TS_AVX2 inline __m256 load_w8(const float* p) { return _mm256_loadu_ps(p); }
+TS_AVX2 inline __m256 load_w8(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
 inline constexpr int64_t kBlock = 4;               // columns (W rows) per block
 inline constexpr int kRows = kGemmNtRowsPerBlock;  // 6 x 4 outputs, 24 accumulators
 

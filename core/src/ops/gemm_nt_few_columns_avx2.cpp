@@ -26,11 +26,7 @@ constexpr int64_t kP = kWeightPanelWidth;  // 16 columns a panel, two vectors of
 constexpr int64_t kBlockK = 128;  // k steps a block: its W, two panels of 128 x 16 floats, 16 KiB
 constexpr int64_t kMaxColumns = 24;
 
-TS_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-TS_AVX2 inline __m256 load8(const uint16_t* p) {  // bf16 -> fp32, exact
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
+using gemm_detail::load_w8;  // 8 weights as fp32, widened from bf16 exactly
 
 // Rows per tile for NV vectors of columns: 12 accumulators (16 registers: + NV of W + 1 of x).
 constexpr int rows_for(int nv) { return 12 / nv; }
@@ -54,7 +50,7 @@ TS_AVX2 void tile(const float* const* xr, const W* const* wv, int64_t k0, int64_
     __m256 w[NV];
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) {
-      w[v] = load8(wv[v] + k * kP);
+      w[v] = load_w8(wv[v] + k * kP);
     }
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {

@@ -23,11 +23,7 @@ namespace {
 
 constexpr int64_t kP = kWeightPanelWidth;  // 16: two vectors of 8
 
-TS_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-TS_AVX2 inline __m256 load8(const uint16_t* p) {  // bf16 -> fp32, exact
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
+using gemm_detail::load_w8;  // 8 weights as fp32, widened from bf16 exactly
 
 // The tiles of gemm_panel_walk.hpp on AVX2: a panel's 16 outputs in two vectors.
 struct Avx2Panels {
@@ -60,8 +56,8 @@ struct Avx2Panels {
       __m256 w[NP][2];
 #pragma GCC unroll 6
       for (int p = 0; p < NP; ++p) {
-        w[p][0] = load8(wp + p * stride + k * kP);
-        w[p][1] = load8(wp + p * stride + k * kP + 8);
+        w[p][0] = load_w8(wp + p * stride + k * kP);
+        w[p][1] = load_w8(wp + p * stride + k * kP + 8);
       }
 #pragma GCC unroll 6
       for (int i = 0; i < MR; ++i) {
