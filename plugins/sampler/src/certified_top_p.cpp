@@ -106,13 +106,31 @@ size_t bucket_of(float w) {
 }
 size_t sub_bucket_of(float w) { return (std::bit_cast<uint32_t>(w) >> kSubShift) & 0xff; }
 
+using Floats8 = float __attribute__((vector_size(32)));
+using Doubles8 = double __attribute__((vector_size(64)));
+using Bits8 = uint32_t __attribute__((vector_size(32)));
+using Ints8 = int32_t __attribute__((vector_size(32)));
+
 // Level 1: the mass per bucket, in kCopies interleaved histograms (consecutive weights of a flat
-// row fall into the same bucket; one histogram would chain every add through memory).
+// row fall into the same bucket; one histogram would chain every add through memory). The 8
+// weights of a step are widened and bucketed as vectors: the scalar widening GCC emits
+// (vcvtss2sd from memory) merges into its destination register, which held the previous add's
+// sum, so every add waited on the one before it, whatever its copy (~1.5 ns a weight on a flat
+// 16k row; docs/perf.md Session 28). Each copy's adds are the same, in the same order.
 TS_SAMPLER_CLONES void bucket_masses(const float* w, int64_t n, double* copies) {
+  static_assert(kCopies == 8, "one copy per lane of a step");
   int64_t i = 0;
   for (; i + static_cast<int64_t>(kCopies) <= n; i += kCopies) {
+    Floats8 x;
+    std::memcpy(&x, w + i, sizeof x);
+    const Doubles8 wide = __builtin_convertvector(x, Doubles8);
+    Bits8 bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    Ints8 k = reinterpret_cast<Ints8>(bits >> kBucketShift) - static_cast<int32_t>(kLowestBucket);
+    k = k < 0 ? Ints8{} : k;  // bucket_of's clamp, lane by lane
+    k = k > static_cast<int32_t>(kBuckets) - 1 ? static_cast<int32_t>(kBuckets) - 1 : k;
     for (size_t c = 0; c < kCopies; ++c) {
-      copies[c * kBuckets + bucket_of(w[i + c])] += w[i + c];
+      copies[c * kBuckets + static_cast<size_t>(k[c])] += wide[c];
     }
   }
   for (; i < n; ++i) {
