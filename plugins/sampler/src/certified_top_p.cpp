@@ -95,6 +95,7 @@ constexpr size_t kBuckets = ((127u + 1u) << 4) - kLowestBucket + 1;  // + the ta
 constexpr int kSubShift = 11;
 constexpr size_t kSubBuckets = 256;
 constexpr size_t kCopies = TopPScratch::kCopies;
+constexpr size_t kWeightsForCopies = 512;  // fewer weights: one histogram
 
 // Weights are in [0, 1] (exp of a non-positive exponent); the clamp only keeps a stray larger one
 // inside the array. Branch-free: a tail test would mispredict on every other weight of a peaked
@@ -111,13 +112,14 @@ using Doubles8 = double __attribute__((vector_size(64)));
 using Bits8 = uint32_t __attribute__((vector_size(32)));
 using Ints8 = int32_t __attribute__((vector_size(32)));
 
-// Level 1: the mass per bucket, in kCopies interleaved histograms (consecutive weights of a flat
-// row fall into the same bucket; one histogram would chain every add through memory). The 8
-// weights of a step are widened and bucketed as vectors: the scalar widening GCC emits
-// (vcvtss2sd from memory) merges into its destination register, which held the previous add's
-// sum, so every add waited on the one before it, whatever its copy (~1.5 ns a weight on a flat
-// 16k row; docs/perf.md Session 28). Each copy's adds are the same, in the same order.
-TS_SAMPLER_CLONES void bucket_masses(const float* w, int64_t n, double* copies) {
+// Level 1: the mass per bucket, in `copies` interleaved histograms `stride` doubles apart
+// (consecutive weights of a flat row fall into the same bucket; one histogram would chain every
+// add through memory; stride 0 is the one histogram a few weights use). The 8 weights of a step
+// are widened and bucketed as vectors: the scalar widening GCC emits (vcvtss2sd from memory)
+// merges into its destination register, which held the previous add's sum, so every add waited
+// on the one before it, whatever its copy (~1.5 ns a weight on a flat 16k row; docs/perf.md
+// Session 28).
+TS_SAMPLER_CLONES void bucket_masses(const float* w, int64_t n, double* copies, size_t stride) {
   static_assert(kCopies == 8, "one copy per lane of a step");
   int64_t i = 0;
   for (; i + static_cast<int64_t>(kCopies) <= n; i += kCopies) {
@@ -130,7 +132,7 @@ TS_SAMPLER_CLONES void bucket_masses(const float* w, int64_t n, double* copies) 
     k = k < 0 ? Ints8{} : k;  // bucket_of's clamp, lane by lane
     k = k > static_cast<int32_t>(kBuckets) - 1 ? static_cast<int32_t>(kBuckets) - 1 : k;
     for (size_t c = 0; c < kCopies; ++c) {
-      copies[c * kBuckets + static_cast<size_t>(k[c])] += wide[c];
+      copies[c * stride + static_cast<size_t>(k[c])] += wide[c];
     }
   }
   for (; i < n; ++i) {
@@ -199,14 +201,18 @@ struct FastBoundary {
 
 FastBoundary fast_boundary(std::span<const float> weights, double target, TopPScratch& s) {
   FastBoundary out;
-  s.copies.assign(kCopies * kBuckets, 0.0);
-  bucket_masses(weights.data(), static_cast<int64_t>(weights.size()), s.copies.data());
+  // A peaked row's few heavy weights go into one histogram: clearing eight (34 KiB) cost more than
+  // their adds (~7% of a 4096-token peaked row's top-p).
+  const size_t copies = weights.size() >= kWeightsForCopies ? kCopies : 1;
+  s.copies.assign(copies * kBuckets, 0.0);
+  bucket_masses(weights.data(), static_cast<int64_t>(weights.size()), s.copies.data(),
+                copies == 1 ? 0 : kBuckets);
   double above = 0.0;
   size_t k = kBuckets;
   double mass_k = 0.0;
   while (k-- > 1) {  // the tail (0) never holds the boundary here
     mass_k = 0.0;
-    for (size_t c = 0; c < kCopies; ++c) {
+    for (size_t c = 0; c < copies; ++c) {
       mass_k += s.copies[c * kBuckets + k];
     }
     if (above + mass_k >= target) {
