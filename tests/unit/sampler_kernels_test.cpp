@@ -135,7 +135,7 @@ std::vector<float> mixed_weights(int n) {
 }
 
 TEST(SamplerTopPHeavyPass, EveryVersionAgreesWithAPlainLoop) {
-  using Pass = HeavyPass (*)(const float*, int64_t, float, float*);
+  using Pass = HeavyPass (*)(const float*, int64_t, float, float*, int32_t*, int64_t);
   std::vector<std::pair<const char*, Pass>> versions = {{"dispatched", heavy_weights},
                                                         {"portable", heavy_weights_portable}};
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -143,26 +143,47 @@ TEST(SamplerTopPHeavyPass, EveryVersionAgreesWithAPlainLoop) {
     versions.emplace_back("avx2", heavy_weights_avx2);
   }
 #endif
+  // The mixed rows, and peaked ones: a heavy weight every 700 columns, each alone in its vector.
+  std::vector<std::vector<float>> rows;
   for (const int n : {0, 5, 7, 8, 16, 17, 1000, 4096, 4099}) {
-    const std::vector<float> w = mixed_weights(n);
+    rows.push_back(mixed_weights(n));
+    std::vector<float> peaked(static_cast<size_t>(n), 0x1.0p-20f);
+    for (size_t i = 3; i < peaked.size(); i += 700) {
+      peaked[i] = 0.5f;
+    }
+    rows.push_back(std::move(peaked));
+  }
+  for (const std::vector<float>& w : rows) {
+    const auto n = static_cast<int64_t>(w.size());
     std::vector<float> expected;
+    std::vector<int32_t> expected_columns;
     double mass = 0.0;
     float below = 0.0f;
-    for (const float x : w) {
-      if (x >= kHeavy) {
-        expected.push_back(x);
-        mass += x;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (w[i] >= kHeavy) {
+        expected.push_back(w[i]);
+        expected_columns.push_back(static_cast<int32_t>(i));
+        mass += w[i];
       } else {
-        below = std::max(below, x);
+        below = std::max(below, w[i]);
       }
     }
-    for (const auto& [name, pass] : versions) {
-      std::vector<float> out(w.size() + 16, -1.0f);
-      const HeavyPass h = pass(w.data(), n, kHeavy, out.data());
-      ASSERT_EQ(h.count, static_cast<int64_t>(expected.size())) << name << ", n " << n;
-      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), out.begin())) << name << ", n " << n;
-      EXPECT_NEAR(h.mass, mass, 1e-12 * mass) << name << ", n " << n;
-      EXPECT_EQ(h.max_below, below) << name << ", n " << n;
+    // Columns are promised whenever count <= column_limit: the whole row, and the limit met
+    // exactly (the last stores are the ones a limit test off by one would drop).
+    const auto count = static_cast<int64_t>(expected.size());
+    for (const int64_t limit : {static_cast<int64_t>(n), count}) {
+      for (const auto& [name, pass] : versions) {
+        std::vector<float> out(w.size() + 16, -1.0f);
+        std::vector<int32_t> columns(w.size() + 16, -1);
+        const HeavyPass h = pass(w.data(), n, kHeavy, out.data(), columns.data(), limit);
+        ASSERT_EQ(h.count, count) << name << ", n " << n;
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), out.begin()))
+            << name << ", n " << n;
+        EXPECT_TRUE(std::equal(expected_columns.begin(), expected_columns.end(), columns.begin()))
+            << name << ", n " << n << ", column limit " << limit << ": columns";
+        EXPECT_NEAR(h.mass, mass, 1e-12 * mass) << name << ", n " << n;
+        EXPECT_EQ(h.max_below, below) << name << ", n " << n;
+      }
     }
   }
 }

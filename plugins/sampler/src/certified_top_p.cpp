@@ -15,9 +15,11 @@
 
 namespace tessera::sampler {
 
-void heavy_weights_tail(const float* w, int64_t i, int64_t n, float t, float* out, HeavyPass& h) {
+void heavy_weights_tail(const float* w, int64_t i, int64_t n, float t, float* out, int32_t* columns,
+                        HeavyPass& h) {
   for (; i < n; ++i) {
     if (w[i] >= t) {
+      columns[h.count] = static_cast<int32_t>(i);
       out[h.count++] = w[i];
       h.mass += w[i];
     } else {
@@ -27,12 +29,16 @@ void heavy_weights_tail(const float* w, int64_t i, int64_t n, float t, float* ou
 }
 
 // Portable version: a branch-free copy (the test is a coin toss on flat rows).
-HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out) {
+HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out, int32_t* columns,
+                                 int64_t column_limit) {
   HeavyPass h;
   double mass[4] = {};
   for (int64_t i = 0; i < n; ++i) {
     const bool heavy = w[i] >= t;
     out[h.count] = w[i];
+    if (h.count < column_limit) {
+      columns[h.count] = static_cast<int32_t>(i);
+    }
     h.count += heavy;
     mass[i & 3] += heavy ? static_cast<double>(w[i]) : 0.0;
     h.max_below = std::max(h.max_below, heavy ? 0.0f : w[i]);
@@ -45,9 +51,13 @@ HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out)
 // AVX-512: 16 weights per step, kept ones packed with a register compress (the store form is
 // microcoded on AMD) and stored whole, so out needs 16 floats of slack.
 static __attribute__((target("avx512f"))) HeavyPass heavy_weights_avx512(const float* w, int64_t n,
-                                                                         float t, float* out) {
+                                                                         float t, float* out,
+                                                                         int32_t* columns,
+                                                                         int64_t column_limit) {
   HeavyPass h;
   const __m512 threshold = _mm512_set1_ps(t);
+  const __m512i sixteen = _mm512_set1_epi32(16);
+  __m512i column = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   __m512 below = _mm512_setzero_ps();
   __m512d mass_lo = _mm512_setzero_pd(), mass_hi = _mm512_setzero_pd();
   int64_t i = 0;
@@ -55,6 +65,10 @@ static __attribute__((target("avx512f"))) HeavyPass heavy_weights_avx512(const f
     const __m512 x = _mm512_loadu_ps(w + i);
     const __mmask16 heavy = _mm512_cmp_ps_mask(x, threshold, _CMP_GE_OQ);
     _mm512_storeu_ps(out + h.count, _mm512_maskz_compress_ps(heavy, x));
+    if (h.count < column_limit) {
+      _mm512_storeu_si512(columns + h.count, _mm512_maskz_compress_epi32(heavy, column));
+    }
+    column = _mm512_add_epi32(column, sixteen);
     h.count += __builtin_popcount(heavy);
     const __m512 kept = _mm512_maskz_mov_ps(heavy, x);
     mass_lo = _mm512_add_pd(mass_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(kept)));
@@ -65,19 +79,22 @@ static __attribute__((target("avx512f"))) HeavyPass heavy_weights_avx512(const f
   }
   h.mass = _mm512_reduce_add_pd(_mm512_add_pd(mass_lo, mass_hi));
   h.max_below = _mm512_reduce_max_ps(below);
-  heavy_weights_tail(w, i, n, t, out, h);
+  heavy_weights_tail(w, i, n, t, out, columns, h);
   return h;
 }
 
-HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out) {
+HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out, int32_t* columns,
+                        int64_t column_limit) {
   if (cpu_has_avx512f()) {
-    return heavy_weights_avx512(w, n, t, out);
+    return heavy_weights_avx512(w, n, t, out, columns, column_limit);
   }
-  return cpu_has_avx2() ? heavy_weights_avx2(w, n, t, out) : heavy_weights_portable(w, n, t, out);
+  return cpu_has_avx2() ? heavy_weights_avx2(w, n, t, out, columns, column_limit)
+                        : heavy_weights_portable(w, n, t, out, columns, column_limit);
 }
 #else
-HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out) {
-  return heavy_weights_portable(w, n, t, out);
+HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out, int32_t* columns,
+                        int64_t column_limit) {
+  return heavy_weights_portable(w, n, t, out, columns, column_limit);
 }
 #endif
 
@@ -96,6 +113,10 @@ constexpr int kSubShift = 11;
 constexpr size_t kSubBuckets = 256;
 constexpr size_t kCopies = TopPScratch::kCopies;
 constexpr size_t kWeightsForCopies = 512;  // fewer weights: one histogram
+// keep_heavy for at most 1/32 of a row heavy: its columns' stores and its one write per kept
+// weight cost more than the two passes beyond (a 129k-token row at logit std 4, ~5% heavy, was
+// 8-16% slower with 1/8).
+constexpr int64_t kHeavyFractionForCut = 32;
 
 // Weights are in [0, 1] (exp of a non-positive exponent); the clamp only keeps a stray larger one
 // inside the array. Branch-free: a tail test would mispredict on every other weight of a peaked
@@ -286,6 +307,40 @@ TS_SAMPLER_CLONES void zero_below(float* w, int64_t n, float b) {
   }
 }
 
+// The cut of a peaked row from its heavy weights alone, without a second pass over the row's
+// weights (zeroing those < b, then summing the blocks: ~21% of a peaked 4096-token row): the row
+// cleared, the kept weights (>= b, all of them heavy) put back at their columns, and each block's
+// sum added up from them in column order. The block sums and the total round differently from
+// sum_weight_blocks' tree, each within V 2^-53 of the total, which the draw's margin covers
+// (certified_draw.hpp).
+void keep_heavy(std::span<float> weights, float b, const float* heavy, const int32_t* columns,
+                int64_t count, BlockWeights& sums) {
+  std::fill(weights.begin(), weights.end(), 0.0f);
+  std::fill(sums.block_sums.begin(), sums.block_sums.end(), 0.0);
+  size_t block = 0;  // the columns ascend: each block's kept weights are consecutive here
+  double sum = 0.0;
+  for (int64_t j = 0; j < count; ++j) {
+    if (heavy[j] >= b) {
+      const auto column = static_cast<size_t>(columns[j]);
+      weights[column] = heavy[j];
+      if (column / static_cast<size_t>(kWeightBlock) != block) {
+        sums.block_sums[block] = sum;
+        block = column / static_cast<size_t>(kWeightBlock);
+        sum = 0.0;
+      }
+      sum += heavy[j];
+    }
+  }
+  if (!sums.block_sums.empty()) {
+    sums.block_sums[block] = sum;
+  }
+  double total = 0.0;
+  for (const double block : sums.block_sums) {
+    total += block;
+  }
+  sums.total = total;
+}
+
 }  // namespace
 
 bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
@@ -298,13 +353,19 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   if (scratch.heavy.size() < weights.size() + 16) {
     scratch.heavy.resize(weights.size() + 16);
   }
-  const HeavyPass heavy = heavy_weights(weights.data(), static_cast<int64_t>(weights.size()),
-                                        kHeavy, scratch.heavy.data());
+  if (scratch.heavy_columns.size() < weights.size() + 16) {
+    scratch.heavy_columns.resize(weights.size() + 16);
+  }
+  const auto vocab_size = static_cast<int64_t>(weights.size());
+  const int64_t cut_limit = vocab_size / kHeavyFractionForCut;
+  const HeavyPass heavy = heavy_weights(weights.data(), vocab_size, kHeavy, scratch.heavy.data(),
+                                        scratch.heavy_columns.data(), cut_limit);
   if (heavy.mass >= target) {
     fb = fast_boundary({scratch.heavy.data(), static_cast<size_t>(heavy.count)}, target, scratch);
     fb.c_max = std::max(fb.c_max, heavy.max_below);
   }
-  if (!(fb.b > 0.0f)) {
+  const bool among_heavy = fb.b > 0.0f;  // b >= kHeavy: every kept weight is a heavy one
+  if (!among_heavy) {
     fb = fast_boundary(weights, target, scratch);  // flat rows: everything
   }
   const float b = fb.b;
@@ -326,6 +387,12 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   const bool minimal = kept_upper - b_lower < top_p * (total - total_error);    // (3)
   if (!(separated && enough && minimal)) {
     return false;
+  }
+  // Few heavy weights only: the block sums' adds chain through memory where one block holds many
+  // of them (a flat row's are all heavy, and keep_heavy made it 2.4x slower).
+  if (among_heavy && heavy.count <= cut_limit) {
+    keep_heavy(weights, b, scratch.heavy.data(), scratch.heavy_columns.data(), heavy.count, sums);
+    return true;
   }
   zero_below(weights.data(), static_cast<int64_t>(weights.size()), b);
   sum_weight_blocks(weights, sums);

@@ -31,6 +31,7 @@ struct TopPScratch {
   std::vector<float> bucket;     // the weights of the boundary's level-1 bucket
   std::vector<float> members;    // the weights of its level-2 bucket holding the boundary
   std::vector<float> heavy;      // the weights >= 2^-16 (peaked rows search only these)
+  std::vector<int32_t> heavy_columns;  // their columns
 };
 
 // Weights >= kHeavy (2^-16 of the largest, which is 1): a peaked row's top-p boundary is among
@@ -38,17 +39,22 @@ struct TopPScratch {
 inline constexpr float kHeavy = 0x1.0p-16f;
 
 struct HeavyPass {
-  int64_t count = 0;       // weights >= t, copied in order to out
+  int64_t count = 0;       // weights >= t, copied in order to out, their columns to columns
   double mass = 0.0;       // their sum
   float max_below = 0.0f;  // the largest weight < t (0 if none)
 };
 
-// out: room for n + 16 floats. heavy_weights picks the AVX-512 version where the CPU has it, else
-// the AVX2 one (compress_avx2.hpp) where it has that.
-HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out);
-HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out);
+// out, columns: room for n + 16 values each. The columns are written while fewer than
+// column_limit weights are kept, so all of them whenever count <= column_limit (a flat row's many
+// heavy weights need none, and their stores cost ~5% of its top-p). heavy_weights picks the
+// AVX-512 version where the CPU has it, else the AVX2 one (compress_avx2.hpp) where it has that.
+HeavyPass heavy_weights(const float* w, int64_t n, float t, float* out, int32_t* columns,
+                        int64_t column_limit);
+HeavyPass heavy_weights_portable(const float* w, int64_t n, float t, float* out, int32_t* columns,
+                                 int64_t column_limit);
 // The vector versions' last weights [i, n), one at a time, added to h.
-void heavy_weights_tail(const float* w, int64_t i, int64_t n, float t, float* out, HeavyPass& h);
+void heavy_weights_tail(const float* w, int64_t i, int64_t n, float t, float* out, int32_t* columns,
+                        HeavyPass& h);
 
 // Copies the weights in [lo, hi) to out (room for n), in order, without a branch per weight (a
 // flat row's bucket test is a coin toss); returns how many. gather_between picks the AVX2

@@ -31,17 +31,23 @@ constexpr std::array<uint64_t, 256> kPackIndices = pack_indices();
 
 // x's lanes set in mask, packed to the low lanes (the rest: copies of lane 0, overwritten by the
 // next store).
-TS_AVX2_TARGET inline __m256 pack(__m256 x, int mask) {
+TS_AVX2_TARGET inline __m256i pack_order(int mask) {
   const __m128i bytes =
       _mm_cvtsi64_si128(static_cast<int64_t>(kPackIndices[static_cast<size_t>(mask)]));
-  return _mm256_permutevar8x32_ps(x, _mm256_cvtepu8_epi32(bytes));
+  return _mm256_cvtepu8_epi32(bytes);
+}
+TS_AVX2_TARGET inline __m256 pack(__m256 x, int mask) {
+  return _mm256_permutevar8x32_ps(x, pack_order(mask));
 }
 
 }  // namespace
 
-TS_AVX2_TARGET HeavyPass heavy_weights_avx2(const float* w, int64_t n, float t, float* out) {
+TS_AVX2_TARGET HeavyPass heavy_weights_avx2(const float* w, int64_t n, float t, float* out,
+                                            int32_t* columns, int64_t column_limit) {
   HeavyPass h;
   const __m256 threshold = _mm256_set1_ps(t);
+  const __m256i eight = _mm256_set1_epi32(8);
+  __m256i column = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256 below = _mm256_setzero_ps();  // weights are >= 0: a dropped lane's 0 changes no max
   __m256d mass_lo = _mm256_setzero_pd(), mass_hi = _mm256_setzero_pd();
   int64_t i = 0;
@@ -49,7 +55,13 @@ TS_AVX2_TARGET HeavyPass heavy_weights_avx2(const float* w, int64_t n, float t, 
     const __m256 x = _mm256_loadu_ps(w + i);
     const __m256 heavy = _mm256_cmp_ps(x, threshold, _CMP_GE_OQ);
     const int mask = _mm256_movemask_ps(heavy);
-    _mm256_storeu_ps(out + h.count, pack(x, mask));  // h.count <= i: inside out's n + 16
+    const __m256i order = pack_order(mask);
+    _mm256_storeu_ps(out + h.count, _mm256_permutevar8x32_ps(x, order));  // h.count <= i
+    if (h.count < column_limit) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(columns + h.count),
+                          _mm256_permutevar8x32_epi32(column, order));
+    }
+    column = _mm256_add_epi32(column, eight);
     h.count += __builtin_popcount(static_cast<unsigned>(mask));
     const __m256 kept = _mm256_and_ps(heavy, x);
     mass_lo = _mm256_add_pd(mass_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(kept)));
@@ -62,7 +74,7 @@ TS_AVX2_TARGET HeavyPass heavy_weights_avx2(const float* w, int64_t n, float t, 
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, below);
   h.max_below = *std::max_element(lanes, lanes + 8);
-  heavy_weights_tail(w, i, n, t, out, h);
+  heavy_weights_tail(w, i, n, t, out, columns, h);
   return h;
 }
 

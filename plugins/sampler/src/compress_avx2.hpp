@@ -14,8 +14,9 @@
 
 namespace tessera::sampler {
 
-// out: room for n + 16 floats (whole vectors are stored past the kept ones).
-HeavyPass heavy_weights_avx2(const float* w, int64_t n, float t, float* out);
+// out, columns: room for n + 16 values each (whole vectors are stored past the kept ones).
+HeavyPass heavy_weights_avx2(const float* w, int64_t n, float t, float* out, int32_t* columns,
+                             int64_t column_limit);
 
 // The weights in [lo, hi) copied to out (room for n), in order; returns how many.
 int64_t gather_between_avx2(const float* w, int64_t n, float lo, float hi, float* out);
