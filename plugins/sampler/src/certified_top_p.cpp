@@ -128,6 +128,7 @@ size_t bucket_of(float w) {
 }
 size_t sub_bucket_of(float w) { return (std::bit_cast<uint32_t>(w) >> kSubShift) & 0xff; }
 
+// GCC/clang vector extensions: 8 lanes, split into whatever registers the clone's target has.
 using Floats8 = float __attribute__((vector_size(32)));
 using Doubles8 = double __attribute__((vector_size(64)));
 using Bits8 = uint32_t __attribute__((vector_size(32)));
@@ -168,15 +169,14 @@ float bucket_lower_bound(size_t k) {
 
 // max(w[i] : w[i] < lo), 0 if none. In 8-lane vectors: GCC does not vectorise a float max
 // reduction by itself (it would reorder it), though max is exact in any order.
-using Floats = float __attribute__((vector_size(32)));
 
 TS_SAMPLER_CLONES float max_below(const float* w, int64_t n, float lo) {
-  Floats lanes = {};
+  Floats8 lanes = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    Floats x;
+    Floats8 x;
     std::memcpy(&x, w + i, sizeof x);
-    const Floats kept = x < lo ? x : Floats{};
+    const Floats8 kept = x < lo ? x : Floats8{};
     lanes = lanes > kept ? lanes : kept;
   }
   float m = 0.0f;
@@ -322,10 +322,11 @@ void keep_heavy(std::span<float> weights, float b, const float* heavy, const int
   for (int64_t j = 0; j < count; ++j) {
     if (heavy[j] >= b) {
       const auto column = static_cast<size_t>(columns[j]);
+      const size_t column_block = column / static_cast<size_t>(kWeightBlock);
       weights[column] = heavy[j];
-      if (column / static_cast<size_t>(kWeightBlock) != block) {
+      if (column_block != block) {
         sums.block_sums[block] = sum;
-        block = column / static_cast<size_t>(kWeightBlock);
+        block = column_block;
         sum = 0.0;
       }
       sum += heavy[j];
@@ -388,8 +389,7 @@ bool certified_top_p(std::span<float> weights, BlockWeights& sums, double top_p,
   if (!(separated && enough && minimal)) {
     return false;
   }
-  // Few heavy weights only: the block sums' adds chain through memory where one block holds many
-  // of them (a flat row's are all heavy, and keep_heavy made it 2.4x slower).
+  // Few heavy weights only (kHeavyFractionForCut; a flat row's are all heavy).
   if (among_heavy && heavy.count <= cut_limit) {
     keep_heavy(weights, b, scratch.heavy.data(), scratch.heavy_columns.data(), heavy.count, sums);
     return true;
