@@ -7,6 +7,7 @@
 #include "counter_rng.hpp"
 #include "fma_exp.hpp"
 #include "group_scan.hpp"
+#include "kept_set.hpp"
 #include "row_scan.hpp"
 #include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
 
@@ -306,7 +307,8 @@ void build_envelope(std::span<const float> logits, std::span<const float> group_
 }
 
 int32_t draw_proposals(std::span<const float> logits, float l_max, float temperature, uint64_t seed,
-                       uint64_t rng_counter, const RejectionEnvelope& env, int max_proposals) {
+                       uint64_t rng_counter, const RejectionEnvelope& env, KeptSet* kept,
+                       int max_proposals) {
   const auto vocab = static_cast<int64_t>(logits.size());
   for (int proposal = 0; proposal < max_proposals; ++proposal) {
     const ProposalPlace p =
@@ -314,7 +316,7 @@ int32_t draw_proposals(std::span<const float> logits, float l_max, float tempera
             ? env.ahead[proposal]
             : place_of(env, vocab, proposal_uniform(seed, rng_counter, proposal) * env.total);
     const int32_t token = decide(logits, l_max, temperature, p);
-    if (token >= 0) {
+    if (token >= 0 && (kept == nullptr || kept->keeps(token))) {
       return token;
     }
   }
@@ -323,9 +325,9 @@ int32_t draw_proposals(std::span<const float> logits, float l_max, float tempera
 
 int32_t rejection_draw(std::span<const float> logits, std::span<const float> group_max, float l_max,
                        float temperature, uint64_t seed, uint64_t rng_counter,
-                       RejectionEnvelope& env, int max_proposals) {
+                       RejectionEnvelope& env, KeptSet* kept, int max_proposals) {
   build_envelope(logits, group_max, l_max, temperature, seed, rng_counter, env);
-  return draw_proposals(logits, l_max, temperature, seed, rng_counter, env, max_proposals);
+  return draw_proposals(logits, l_max, temperature, seed, rng_counter, env, kept, max_proposals);
 }
 
 }  // namespace tessera::sampler

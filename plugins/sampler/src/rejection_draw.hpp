@@ -32,6 +32,8 @@
 
 namespace tessera::sampler {
 
+class KeptSet;  // kept_set.hpp
+
 inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probability < (16/17)^1024
 
 // Proposals whose place in the envelope build_envelope finds, and whose logits it asks for: a
@@ -73,18 +75,19 @@ struct RejectionEnvelope {
 void build_envelope(std::span<const float> logits, std::span<const float> group_max, float l_max,
                     float temperature, uint64_t seed, uint64_t rng_counter, RejectionEnvelope& env);
 
-// The proposals on env, built by build_envelope from the same arguments: the token, or -1 when
-// max_proposals proposals were all rejected (the caller then draws another way).
+// The proposals on env, built by build_envelope from the same arguments: the first accepted one
+// that `kept` holds (every accepted one when kept is null: a row without top-p or min-p), or -1
+// when max_proposals proposals were all rejected (the caller then draws another way).
 [[nodiscard]] int32_t draw_proposals(std::span<const float> logits, float l_max, float temperature,
                                      uint64_t seed, uint64_t rng_counter,
-                                     const RejectionEnvelope& env,
+                                     const RejectionEnvelope& env, KeptSet* kept = nullptr,
                                      int max_proposals = kMaxRejectionProposals);
 
 // build_envelope, then draw_proposals.
 [[nodiscard]] int32_t rejection_draw(std::span<const float> logits,
                                      std::span<const float> group_max, float l_max,
                                      float temperature, uint64_t seed, uint64_t rng_counter,
-                                     RejectionEnvelope& env,
+                                     RejectionEnvelope& env, KeptSet* kept = nullptr,
                                      int max_proposals = kMaxRejectionProposals);
 
 }  // namespace tessera::sampler

@@ -7,6 +7,7 @@
 #include "certified_top_p.hpp"
 #include "counter_rng.hpp"
 #include "group_scan.hpp"
+#include "kept_set.hpp"
 #include "logprobs.hpp"
 #include "rejection_draw.hpp"
 #include "row_scan.hpp"
@@ -48,11 +49,15 @@ int32_t certified_decisions(std::span<const float> logits, float l_max,
   return certified_draw(weights, ws.sums, u, bound);
 }
 
-// Whether the row draws by rejection: a temperature row that nothing truncates.
+// Whether the row draws by rejection: a temperature row without top-k (top-p and min-p keep or
+// drop its proposals: kept_set.hpp).
 bool rejection_row(const ts_sampling_params& params, int32_t vocab, DrawMethod draw) {
   return draw == DrawMethod::kRejection && params.temperature > 0.0f &&
-         (params.top_k <= 0 || params.top_k >= vocab) && params.top_p >= 1.0f &&
-         params.min_p <= 0.0f;
+         (params.top_k <= 0 || params.top_k >= vocab);
+}
+
+bool truncated(const ts_sampling_params& params) {
+  return params.top_p < 1.0f || params.min_p > 0.0f;
 }
 
 // The host's scan when consistent with the row (one load checks it), else null.
@@ -103,10 +108,13 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
       groups = ws.group_max;
     }
     const bool ready = prepared != nullptr && prepared->row == &row;
-    const int32_t token = ready ? draw_proposals(raw, raw_max, params.temperature, params.seed,
-                                                 row.rng_counter, prepared->envelope)
-                                : rejection_draw(logits, groups, l_max, params.temperature,
-                                                 params.seed, row.rng_counter, ws.rejection);
+    KeptSet kept(logits, groups, l_max, params.temperature, params.top_p, params.min_p, ws.kept);
+    KeptSet* const filter = truncated(params) ? &kept : nullptr;
+    const int32_t token = ready
+                              ? draw_proposals(raw, raw_max, params.temperature, params.seed,
+                                               row.rng_counter, prepared->envelope, filter)
+                              : rejection_draw(logits, groups, l_max, params.temperature,
+                                               params.seed, row.rng_counter, ws.rejection, filter);
     if (token >= 0) {
       return token;
     }

@@ -2,11 +2,12 @@
 // truncation then a counter-based draw. Pure function of the row (and its seed and counter): the
 // workspace is scratch only.
 //
-// A row without top-k, top-p or min-p draws by rejection (rejection_draw.hpp) unless the option
-// draw = "inverse_cdf" asks for the inverse CDF. The inverse-CDF draw (truncated rows, or that
-// option) takes its weights from the vectorised exp (exp_weights.hpp) and certifies the draw
-// against libm's (certified_draw.hpp, certified_top_p.hpp), falling back to the scalar path when
-// it cannot be: its token is the scalar path's in every case.
+// A row without top-k draws by rejection (rejection_draw.hpp; top-p and min-p keep or drop its
+// proposals, kept_set.hpp) unless the option draw = "inverse_cdf" asks for the inverse CDF. The
+// inverse-CDF draw (top-k rows, or that option) takes its weights from the vectorised exp
+// (exp_weights.hpp) and certifies the draw against libm's (certified_draw.hpp,
+// certified_top_p.hpp), falling back to the scalar path when it cannot be: its token is the scalar
+// path's in every case.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "certified_top_p.hpp"
 #include "exp_weights.hpp"
+#include "kept_set.hpp"
 #include "penalties.hpp"
 #include "rejection_draw.hpp"
 #include "row_validation.hpp"
@@ -29,6 +31,7 @@ struct RowWorkspace {
   std::vector<float> weights;    // [vocab] fast weights
   std::vector<float> group_max;  // [logit_group_count(vocab)] when the row finds its own
   RejectionEnvelope rejection;
+  KeptSetScratch kept;
   BlockWeights sums;
   TopPScratch top_p;
   PenaltyScratch penalties;
