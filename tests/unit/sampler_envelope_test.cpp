@@ -4,7 +4,8 @@
 // running sum in block order), written out here one group at a time. The token-for-token tests
 // (sampler_rejection_test.cpp) would not notice a sum one ulp off; this one does. Rows: full
 // blocks in fours and not (the plugin sums four blocks at a time), a partial last block, flat and
-// peaked rows, the max tied in several groups, temperatures 1 and 0.7.
+// peaked rows, the max tied in several groups, temperatures 1 and 0.7. Then the lane sums of a
+// truncated row's kept set (kept_set.hpp): every version adds the same operands in the same order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "fma_exp_reference.hpp"
+#include "kept_set.hpp"
 #include "rejection_draw.hpp"
 
 namespace tessera::sampler {
@@ -101,6 +103,45 @@ TEST(SamplerEnvelope, BlockPrefixSumsHaveTheDefinitionsBits) {
     }
   }
   EXPECT_EQ(rows, 48);
+}
+
+// Blocks added one after another (the lanes carried between them): every version's bits equal
+// a plain loop's, lane c % 16 adding column c's weight in column order, to above when its logit is
+// above l (ties with l left out).
+TEST(SamplerKeptLanes, EveryVersionHasThePlainLoopsBits) {
+  std::mt19937_64 rng(61);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  constexpr size_t kBlocks = 5;
+  std::vector<float> logits(kBlocks * 256), w(kBlocks * 256);
+  for (size_t c = 0; c < logits.size(); ++c) {
+    logits[c] = std::round(normal(rng) * 4.0f) / 4.0f;  // many ties with l
+    w[c] = sampler_test::reference_fma_exp(logits[c], 12.0f, 0.7f) * (c % 3 == 0 ? 1e-9f : 1.0f);
+  }
+  for (const float l : {-100.0f, -1.0f, 0.0f, 0.5f, 3.25f, 100.0f}) {
+    double all[16] = {}, above[16] = {};
+    for (size_t c = 0; c < logits.size(); ++c) {
+      all[c % 16] += static_cast<double>(w[c]);
+      if (logits[c] > l) {
+        above[c % 16] += static_cast<double>(w[c]);
+      }
+    }
+    BlockLanes dispatched, portable;
+    for (size_t b = 0; b < kBlocks; ++b) {
+      add_block_lanes(logits.data() + b * 256, w.data() + b * 256, l, dispatched);
+      add_block_lanes_portable(logits.data() + b * 256, w.data() + b * 256, l, portable);
+    }
+    for (size_t lane = 0; lane < 16; ++lane) {
+      EXPECT_EQ(std::bit_cast<uint64_t>(dispatched.all[lane]), std::bit_cast<uint64_t>(all[lane]))
+          << "l " << l << " lane " << lane;
+      EXPECT_EQ(std::bit_cast<uint64_t>(dispatched.above[lane]),
+                std::bit_cast<uint64_t>(above[lane]))
+          << "l " << l << " lane " << lane;
+      EXPECT_EQ(std::bit_cast<uint64_t>(portable.all[lane]), std::bit_cast<uint64_t>(all[lane]))
+          << "l " << l << " lane " << lane;
+      EXPECT_EQ(std::bit_cast<uint64_t>(portable.above[lane]), std::bit_cast<uint64_t>(above[lane]))
+          << "l " << l << " lane " << lane;
+    }
+  }
 }
 
 }  // namespace

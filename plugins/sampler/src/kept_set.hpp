@@ -48,6 +48,19 @@ struct LaneTotals {
   bool every_block = false;  // no block was left out
 };
 
+// The lanes of A and W, lane l holding columns l, l + 16, ... of the blocks added so far.
+struct BlockLanes {
+  double all[16] = {};
+  double above[16] = {};
+};
+
+// Adds one full block (TS_LOGIT_GROUP_BLOCK columns: logits, their weights w) to the lanes, in
+// column order: every weight to all, those whose logit is above l to above. add_block_lanes picks
+// the AVX-512 version where the CPU has it; every version gives the same bits
+// (sampler_kernels_test).
+void add_block_lanes(const float* logits, const float* w, float l, BlockLanes& lanes);
+void add_block_lanes_portable(const float* logits, const float* w, float l, BlockLanes& lanes);
+
 class KeptSet {
  public:
   // logits: [vocab] finite (penalised when penalties apply), the row the proposals draw from;
