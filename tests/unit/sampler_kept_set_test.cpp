@@ -208,6 +208,43 @@ TEST(SamplerKeptSet, TiesAndExactBoundariesFollowTheDefinition) {
   }
 }
 
+// A flat row whose proposals the weights' upper bounds decide first (kept_set.hpp: the bounds
+// are up to 6.25% above the weights, most where y log2 e is 0.44 past an integer, least at an
+// integer). Above the candidates, weights 1/2 (bounds tight); below them, weights 2^-2.56 (bounds
+// 6.1% high): the bounds' W is inflated more than their A, so A / W = 0.417 at the candidates while
+// the bounds' ratio is 0.403. With top_p = 0.41 the candidates are dropped; a bound test that
+// forgot the factor between bounds and weights would keep them.
+TEST(SamplerKeptSet, TheBoundsKeepNothingTheWeightsDrop) {
+  std::vector<float> row;
+  row.push_back(0.0f);                                // the max, weight 1
+  row.insert(row.end(), 100, -0.6931472f);            // weights 1/2: A of a candidate = 51
+  row.insert(row.end(), 10, -1.2f);                   // the candidates, weight 0.301
+  row.insert(row.end(), 401, -2.5573f * 0.6931472f);  // weights 0.170, bounds 6.1% above them
+  std::mt19937_64 rng(59);
+  std::shuffle(row.begin(), row.end(), rng);  // every block holds a logit above the candidates
+  ts_sampling_params p = plain_params(3);
+  p.top_p = 0.41f;
+  std::vector<std::vector<float>> logits(24, row);
+  std::vector<ts_sampling_params> params(24, p);
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].seed = 1000 + i;
+  }
+  expect_documented_tokens(logits, params, "bounds loose below the candidates");
+  const PluginInstance sampler = make_sampler(1);
+  int candidates_proposed = 0;
+  for (const int32_t t : draw_tokens(sampler, row, p, 3000)) {
+    ASSERT_GT(row[static_cast<size_t>(t)], -1.0f)
+        << "token " << t << " (logit " << row[t] << ") is outside the nucleus";
+  }
+  for (size_t c = 0; c < row.size(); ++c) {
+    candidates_proposed += row[c] == -1.2f && reference_keeps(row, 1.0f, 0.41f, 0.0f, c) ? 1 : 0;
+  }
+  EXPECT_EQ(candidates_proposed, 0);  // the definition drops them
+  EXPECT_TRUE(reference_keeps(row, 1.0f, 0.43f, 0.0f,
+                              static_cast<size_t>(std::find(row.begin(), row.end(), -1.2f) -
+                                                  row.begin())));  // and keeps them at 0.43
+}
+
 // 200k draws against the exact truncated softmax (sampler_harness.hpp's sort-based reference);
 // the untruncated softmax must be rejected.
 void expect_fits_truncated(const std::vector<float>& logits, const ts_sampling_params& p) {

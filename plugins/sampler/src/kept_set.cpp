@@ -16,10 +16,16 @@ namespace {
 
 constexpr int64_t kLanes = TS_LOGIT_GROUP_LANES;
 constexpr int64_t kBlock = TS_LOGIT_GROUP_BLOCK;
+// fma_exp_bound is at most this factor above fma_exp_weight, and 0 where the weight is 0
+// (SamplerFmaExp.BoundsHaveTheDefinitionsBitsAndLieAboveEveryWeightBelow): bound / it <= weight.
+constexpr double kBoundOverWeight = 1.0625;
+// How far ahead a pass over the whole row asks for its blocks: ~3 KiB.
+constexpr int64_t kBlocksAhead = 3;
 static_assert(kLanes == 16, "the lanes are two 8-double vectors");
 
 using Doubles8 = double __attribute__((vector_size(64)));
 using Floats8 = float __attribute__((vector_size(32)));
+using Floats16 = float __attribute__((vector_size(64)));
 
 // 16 double lanes: lo holds lanes 0-7, hi lanes 8-15 (BlockLanes' arrays, as vectors).
 struct Lanes {
@@ -96,6 +102,42 @@ __attribute__((target("avx512f"))) void add_block_avx512(const float* __restrict
 }
 #endif
 
+// Float sums of the weights' upper bounds (fma_exp_bounds), four accumulators of 16 lanes each:
+// every bound in all, those whose logit is above l in above. Any order (bound_keeps allows for
+// their rounding); the four keep the adds' latency out of the way.
+struct BoundSums {
+  Floats16 all[4]{};
+  Floats16 above[4]{};
+};
+
+TS_SAMPLER_CLONES void add_bound_block(const float* __restrict logits,
+                                       const float* __restrict bounds, float l, BoundSums& sums) {
+  BoundSums t = sums;
+  const Floats16 bar = Floats16{} + l;
+  const Floats16 zero{};
+  for (int64_t k = 0; k < kBlock; k += 4 * kLanes) {
+    for (int64_t q = 0; q < 4; ++q) {
+      Floats16 e;
+      Floats16 x;
+      std::memcpy(&e, bounds + k + q * kLanes, sizeof e);
+      std::memcpy(&x, logits + k + q * kLanes, sizeof x);
+      t.all[q] += e;
+      t.above[q] += x > bar ? e : zero;
+    }
+  }
+  sums = t;
+}
+
+double sum_of(const Floats16 (&v)[4]) {
+  double sum = 0.0;
+  for (const Floats16& a : v) {
+    for (int64_t lane = 0; lane < kLanes; ++lane) {
+      sum += static_cast<double>(a[lane]);
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 void add_block_lanes_portable(const float* logits, const float* w, float l, BlockLanes& lanes) {
@@ -151,6 +193,8 @@ bool KeptSet::top_p_keeps(float l) {
   bool kept = false;
   if (threshold_ >= 0.0) {
     kept = totals(l, false).above < threshold_;
+  } else if (mostly_above(l) && bound_keeps(l)) {
+    kept = true;
   } else {
     const LaneTotals some = totals(l, false);  // W' <= W: enough to keep, not to drop
     kept = some.above < top_p_ * some.all;
@@ -168,6 +212,47 @@ bool KeptSet::top_p_keeps(float l) {
     highest_dropped_ = std::max(highest_dropped_, l);
   }
   return kept;
+}
+
+bool KeptSet::mostly_above(float l) {
+  if (!block_maxima_found_) {
+    find_block_maxima();
+  }
+  const auto above =
+      std::count_if(s_.block_max.begin(), s_.block_max.end(), [l](float m) { return m > l; });
+  return 4 * above >= 3 * static_cast<int64_t>(s_.block_max.size());
+}
+
+bool KeptSet::bound_keeps(float l) {
+  const auto vocab = static_cast<int64_t>(logits_.size());
+  const auto blocks = static_cast<int64_t>(s_.block_max.size());
+  BoundSums sums;
+  float bounds[kBlock];
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t columns = std::min(kBlock, vocab - b * kBlock);
+    const float* x = logits_.data() + b * kBlock;
+    if (b + kBlocksAhead < blocks) {
+      prefetch_logit_block(logits_, b + kBlocksAhead);
+    }
+    fma_exp_bounds(x, columns, l_max_, temperature_, bounds);
+    if (columns == kBlock) {
+      add_bound_block(x, bounds, l, sums);
+    } else {  // the last, partial block: its missing columns at l, with bound 0
+      float padded[kBlock];
+      std::fill(padded, padded + kBlock, l);
+      std::copy_n(x, columns, padded);
+      std::fill(bounds + columns, bounds + kBlock, 0.0f);
+      add_bound_block(padded, bounds, l, sums);
+    }
+  }
+  // Each float lane summed blocks * 4 terms, so it is within (terms - 1) 2^-24 of their exact sum
+  // (Higham, "Accuracy and Stability of Numerical Algorithms", 2002, §4.2): twice that is allowed.
+  const double rounding = static_cast<double>(blocks * 4 + 2) * 0x1.0p-23;
+  const double above_high = sum_of(sums.above) * (1.0 + rounding);  // >= A (e <= its bound)
+  const double all_low = sum_of(sums.all) * (1.0 - rounding) / kBoundOverWeight;  // <= W
+  // 2^-30 covers the definition's double sums (each lane's relative error < 2^-36 for any
+  // vocabulary under 2^20 tokens) and the rounding of fl(p W).
+  return above_high * (1.0 + 0x1.0p-30) < top_p_ * all_low * (1.0 - 0x1.0p-30);
 }
 
 void KeptSet::find_block_maxima() {

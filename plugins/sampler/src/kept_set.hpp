@@ -74,6 +74,11 @@ class KeptSet {
 
  private:
   [[nodiscard]] bool top_p_keeps(float l);
+  // Whether at least 3/4 of the blocks hold a logit above l (a flat row's proposal).
+  [[nodiscard]] bool mostly_above(float l);
+  // Whether the weights' upper bounds (fma_exp.hpp, cheaper than the weights) already show that
+  // A < fl(p W): false means "not shown", not "dropped".
+  [[nodiscard]] bool bound_keeps(float l);
   void find_block_maxima();
   void compute_block(int64_t b);
   // A and W over the blocks whose max is above l (every block when all_blocks), computed first.
