@@ -1,6 +1,7 @@
-// The draw of a row without top-k, top-p or min-p: an exact sample of softmax(l / T) that computes
-// an exp for about one token in sixteen instead of for every token (option draw = "rejection",
-// the default; docs/sampler.md "Rejection draw").
+// The draw of a row without top-k: an exact sample of softmax(l / T) that computes an exp for
+// about one token in sixteen instead of for every token (option draw = "rejection", the default;
+// docs/sampler.md "Rejection draw"); a top-p or min-p row passes over the proposals its kept set
+// drops (kept_set.hpp).
 //
 // Rejection sampling (von Neumann 1951) from a piecewise-constant envelope: the row's columns fall
 // into groups of at most 16 (plugin_abi.h TS_LOGIT_GROUP_*); group g of n_g columns whose largest

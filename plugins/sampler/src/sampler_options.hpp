@@ -14,13 +14,13 @@ inline constexpr const char* kOptionsSchemaJson =
     R"("default":0,"description":"rows of one batch are sampled by this many threads of the )"
     R"(sampler's own, or 0: by the host's compute threads (the ones its GEMMs use); the )"
     R"(tokens do not depend on it"},"draw":{"type":"string","enum":["rejection","inverse_cdf"],)"
-    R"("default":"rejection","description":"how a row without top_k, top_p or min_p draws its )"
-    R"(token: rejection (an exp per 16 tokens, docs/sampler.md) or inverse_cdf (an exp per )"
-    R"(token, the tokens earlier versions gave for a seed); both are exact draws from the )"
-    R"(softmax"}},"additionalProperties":false})";
+    R"("default":"rejection","description":"how a row without top_k draws its token: )"
+    R"(rejection (an exp per 16 tokens; top_p and min_p pass over the proposals they drop; )"
+    R"(docs/sampler.md) or inverse_cdf (an exp per token, the tokens earlier versions gave for )"
+    R"(a seed); both are exact draws from the same distribution"}},"additionalProperties":false})";
 
-// How a row without truncation draws (rejection_draw.hpp); truncated rows always use the inverse
-// CDF of their kept weights.
+// How a row without top-k draws (rejection_draw.hpp; top-p and min-p keep or drop its proposals,
+// kept_set.hpp); top-k rows always use the inverse CDF of their kept weights.
 enum class DrawMethod { kRejection, kInverseCdf };
 
 struct SamplerOptions {
