@@ -245,6 +245,36 @@ TEST(SamplerKeptSet, TheBoundsKeepNothingTheWeightsDrop) {
                                                   row.begin())));  // and keeps them at 0.43
 }
 
+// A proposal kept only because of the blocks below it (kept_set.hpp: a peaked row's blocks above
+// the proposal give W' <= W; the envelope's bounds U of the others give W <= W' + U, which drops
+// it when A >= p (W' + U)). Block 0: the max (weight 1) and 255 weights 0.774; block 1: 256 tied
+// proposals of weight 0.3; blocks 2 and 3: 512 weights 1/4, whose groups' bounds are tight (all
+// equal, y log2 e = -2: the chord touches). With top_p = 1/2, A = 198.4 at the proposals,
+// p W' = 137.6 and p W = 201.6: kept. A drop test that used 0.9 U (or left U out) would drop them.
+TEST(SamplerKeptSet, TheBlocksBelowAProposalCanKeepIt) {
+  std::vector<float> row(1024, -1.3862944f);  // 1/4: blocks 2 and 3
+  row[0] = 0.0f;
+  std::fill(row.begin() + 1, row.begin() + 256, -0.2562f);    // 0.774
+  std::fill(row.begin() + 256, row.begin() + 512, -1.2040f);  // 0.300
+  ts_sampling_params p = plain_params(3);
+  p.top_p = 0.5f;
+  std::vector<std::vector<float>> logits(40, row);
+  std::vector<ts_sampling_params> params(40, p);
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].seed = 2000 + i;
+  }
+  expect_documented_tokens(logits, params, "kept by the blocks below");
+  EXPECT_TRUE(reference_keeps(row, 1.0f, 0.5f, 0.0f, 300));
+  EXPECT_FALSE(reference_keeps(row, 1.0f, 0.5f, 0.0f, 600));
+  const PluginInstance sampler = make_sampler(1);
+  const auto counts = histogram(draw_tokens(sampler, row, p, 4000), row.size());
+  int64_t proposals_kept = 0;
+  for (size_t c = 256; c < 512; ++c) {
+    proposals_kept += counts[c];
+  }
+  EXPECT_GT(proposals_kept, 500);  // 76.8 / 275.2 of the kept mass: ~1100 of 4000
+}
+
 // 200k draws against the exact truncated softmax (sampler_harness.hpp's sort-based reference);
 // the untruncated softmax must be rejected.
 void expect_fits_truncated(const std::vector<float>& logits, const ts_sampling_params& p) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -155,9 +156,11 @@ void add_block_lanes(const float* logits, const float* w, float l, BlockLanes& l
 }
 
 KeptSet::KeptSet(std::span<const float> logits, std::span<const float> group_max, float l_max,
-                 float temperature, float top_p, float min_p, KeptSetScratch& scratch)
+                 float temperature, float top_p, float min_p,
+                 const std::vector<double>& block_prefix, KeptSetScratch& scratch)
     : logits_(logits),
       group_max_(group_max),
+      block_prefix_(block_prefix),
       l_max_(l_max),
       temperature_(temperature),
       top_p_(static_cast<double>(top_p)),
@@ -192,19 +195,11 @@ bool KeptSet::top_p_keeps(float l) {
   }
   bool kept = false;
   if (threshold_ >= 0.0) {
-    kept = totals(l, false).above < threshold_;
+    kept = totals(l, l).above < threshold_;
   } else if (mostly_above(l) && bound_keeps(l)) {
     kept = true;
   } else {
-    const LaneTotals some = totals(l, false);  // W' <= W: enough to keep, not to drop
-    kept = some.above < top_p_ * some.all;
-    if (some.every_block) {
-      threshold_ = top_p_ * some.all;
-    } else if (!kept) {
-      const LaneTotals every = totals(l, true);
-      threshold_ = top_p_ * every.all;
-      kept = every.above < threshold_;
-    }
+    kept = exact_keeps(l);
   }
   if (kept) {
     lowest_kept_ = std::min(lowest_kept_, l);
@@ -212,6 +207,30 @@ bool KeptSet::top_p_keeps(float l) {
     highest_dropped_ = std::max(highest_dropped_, l);
   }
   return kept;
+}
+
+bool KeptSet::exact_keeps(float l) {
+  // The blocks above l, then those above two lower floors, then every block: each round's W' (the
+  // lanes of the blocks visited) keeps j when A < fl(p W'), and W' plus the group bounds of the
+  // blocks left out (the envelope's, >= their weights) drops it when A >= p (W' + U) (1 + 2^-30),
+  // the factor covering both sums' rounding (< 2^-34 relative) and fl(p W)'s.
+  const float t = temperature_;
+  for (const float floor : {l, l - 4.0f * t, l - 12.0f * t}) {
+    const LaneTotals some = totals(l, floor);
+    if (some.every_block) {
+      threshold_ = top_p_ * some.all;
+      return some.above < threshold_;
+    }
+    if (some.above < top_p_ * some.all) {
+      return true;
+    }
+    if (some.above >= top_p_ * (some.all + some.rest_bound) * (1.0 + 0x1.0p-30)) {
+      return false;
+    }
+  }
+  const LaneTotals every = totals(l, -std::numeric_limits<float>::infinity());
+  threshold_ = top_p_ * every.all;
+  return every.above < threshold_;
 }
 
 bool KeptSet::mostly_above(float l) {
@@ -274,18 +293,22 @@ void KeptSet::compute_block(int64_t b) {
   s_.computed[static_cast<size_t>(b)] = 1;
 }
 
-LaneTotals KeptSet::totals(float l, bool all_blocks) {
+LaneTotals KeptSet::totals(float l, float floor) {
   if (!block_maxima_found_) {
     find_block_maxima();
   }
   const auto vocab = static_cast<int64_t>(logits_.size());
   const auto blocks = static_cast<int64_t>(s_.block_max.size());
   BlockLanes lanes;
-  bool skipped = false;
+  int64_t skipped = 0;
+  double rest = 0.0;  // the envelope's bounds of the blocks left out
   for (int64_t b = 0; b < blocks; ++b) {
-    if (!all_blocks && !(s_.block_max[static_cast<size_t>(b)] > l)) {
-      skipped = true;
-      continue;  // no logit above l, and W' may leave its weights out
+    if (!(s_.block_max[static_cast<size_t>(b)] > floor)) {
+      // No logit above l (floor <= l), and W' may leave its weights out.
+      ++skipped;
+      rest += block_prefix_[static_cast<size_t>(b)] -
+              (b == 0 ? 0.0 : block_prefix_[static_cast<size_t>(b - 1)]);
+      continue;
     }
     if (s_.computed[static_cast<size_t>(b)] == 0) {
       compute_block(b);
@@ -301,7 +324,12 @@ LaneTotals KeptSet::totals(float l, bool all_blocks) {
       add_block_lanes(padded, w, l, lanes);
     }
   }
-  return {tree_sum(lanes.above), tree_sum(lanes.all), !skipped};
+  // A block's bound read back from the prefix sums is within ulp(total) of the sum it added, and
+  // that within 2^-48 of its groups' bounds (the envelope's rounding): allowed for here.
+  const double total = blocks > 0 ? block_prefix_.back() : 0.0;
+  const double rest_bound =
+      (rest + static_cast<double>(skipped + 1) * 0x1.0p-51 * total) * (1.0 + 0x1.0p-40);
+  return {tree_sum(lanes.above), tree_sum(lanes.all), skipped == 0, rest_bound};
 }
 
 }  // namespace tessera::sampler

@@ -46,6 +46,7 @@ struct LaneTotals {
   double above = 0.0;        // A: the weights of the columns above l
   double all = 0.0;          // W' (W when every_block): the weights of the blocks summed
   bool every_block = false;  // no block was left out
+  double rest_bound = 0.0;   // >= the weights of the blocks left out (the envelope's bounds)
 };
 
 // The lanes of A and W, lane l holding columns l, l + 16, ... of the blocks added so far.
@@ -65,15 +66,20 @@ class KeptSet {
  public:
   // logits: [vocab] finite (penalised when penalties apply), the row the proposals draw from;
   // group_max: their group maxima (group_scan.hpp); l_max: their max; temperature > 0;
-  // top_p in (0, 1] (1: off), min_p in [0, 1] (0: off). Holds references to all of them.
+  // top_p in (0, 1] (1: off), min_p in [0, 1] (0: off); block_prefix: the rejection envelope's
+  // (RejectionEnvelope::block_prefix, built from the same arguments before the first keeps).
+  // Holds references to all of them.
   KeptSet(std::span<const float> logits, std::span<const float> group_max, float l_max,
-          float temperature, float top_p, float min_p, KeptSetScratch& scratch);
+          float temperature, float top_p, float min_p, const std::vector<double>& block_prefix,
+          KeptSetScratch& scratch);
 
   // Whether K holds column j (0 <= j < vocab).
   [[nodiscard]] bool keeps(int64_t j);
 
  private:
   [[nodiscard]] bool top_p_keeps(float l);
+  // A_j < fl(p W) from the weights of as few blocks as decide it.
+  [[nodiscard]] bool exact_keeps(float l);
   // Whether at least 3/4 of the blocks hold a logit above l (a flat row's proposal).
   [[nodiscard]] bool mostly_above(float l);
   // Whether the weights' upper bounds (fma_exp.hpp, cheaper than the weights) already show that
@@ -81,11 +87,13 @@ class KeptSet {
   [[nodiscard]] bool bound_keeps(float l);
   void find_block_maxima();
   void compute_block(int64_t b);
-  // A and W over the blocks whose max is above l (every block when all_blocks), computed first.
-  LaneTotals totals(float l, bool all_blocks);
+  // A (above l) and W' over the blocks whose max is above floor (<= l), their weights computed
+  // first where they are not yet.
+  LaneTotals totals(float l, float floor);
 
   std::span<const float> logits_;
   std::span<const float> group_max_;
+  const std::vector<double>& block_prefix_;
   float l_max_;
   float temperature_;
   double top_p_;

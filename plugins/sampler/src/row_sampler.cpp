@@ -108,7 +108,9 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
       groups = ws.group_max;
     }
     const bool ready = prepared != nullptr && prepared->row == &row;
-    KeptSet kept(logits, groups, l_max, params.temperature, params.top_p, params.min_p, ws.kept);
+    const RejectionEnvelope& envelope = ready ? prepared->envelope : ws.rejection;
+    KeptSet kept(logits, groups, l_max, params.temperature, params.top_p, params.min_p,
+                 envelope.block_prefix, ws.kept);
     KeptSet* const filter = truncated(params) ? &kept : nullptr;
     const int32_t token = ready
                               ? draw_proposals(raw, raw_max, params.temperature, params.seed,
