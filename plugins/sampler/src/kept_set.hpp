@@ -17,15 +17,16 @@
 // fixed tree: every vector width adds the same operands in the same order, so every CPU keeps the
 // same set and a seed gives the same token everywhere, with no certification.
 //
-// Cost: nothing for a proposal at the row's max (A = 0), which is most proposals of a peaked row.
-// Otherwise the weights of the blocks (TS_LOGIT_GROUP_BLOCK columns) whose largest logit is above
-// l_j, from the group maxima: they give A_j exactly and, summed alone, a W' <= W (rounding is
-// monotonic and the weights are >= 0: leaving terms out never raises a running sum), so
-// A_j < fl(p W') keeps j without the other blocks; only otherwise are all blocks' weights summed.
-// A flat row's proposal needs every block (one exp per token, ~7x cheaper than the inverse CDF's
-// certified top-p search); a peaked row's, a few. A kept logit keeps every higher one and a dropped
-// one drops every lower one (A_j only grows as l_j falls), so later proposals are often decided
-// from those two logits alone.
+// Cost: nothing for a proposal at the row's max (A = 0), which is most proposals of a peaked row,
+// or one an earlier proposal settles (a kept logit keeps every higher one, a dropped one drops
+// every lower one: A_j only grows as l_j falls). A flat row's (3/4 of the blocks hold a logit
+// above it): first the weights' upper bounds, a quarter of an exp each, which keep it when
+// sum_above(bound) < p sum(bound) / 1.0625 with the roundings allowed for (~89% of them at
+// p = 0.95). Otherwise the weights of the blocks (TS_LOGIT_GROUP_BLOCK columns) whose largest
+// logit is above l_j: they give A_j exactly and, summed alone, a W' <= W (rounding is monotonic
+// and the weights are >= 0: leaving terms out never raises a running sum), so A_j < fl(p W') keeps
+// j; the rejection envelope's bounds U of the other blocks give W <= W' + U, so
+// A_j >= p (W' + U) drops it; if neither, the same with more blocks, then with all of them.
 #pragma once
 
 #include <cstdint>
