@@ -9,12 +9,22 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "fma_exp_reference.hpp"
 #include "sampler_harness.hpp"
 
 namespace tessera::sampler_test {
+
+inline std::vector<float> gaussian_row(std::mt19937_64& rng, size_t vocab, float std_dev) {
+  std::normal_distribution<float> normal(0.0f, std_dev);
+  std::vector<float> l(vocab);
+  for (float& x : l) {
+    x = normal(rng);
+  }
+  return l;
+}
 
 // Proposal i's uniform: draw `counter` of the seed's stream, then a stream keyed by its bits.
 inline double proposal_uniform(uint64_t seed, uint64_t counter, int i) {

@@ -55,15 +55,6 @@ int32_t reference_token(const std::vector<float>& l, const ts_sampling_params& p
   });
 }
 
-std::vector<float> gaussian(std::mt19937_64& rng, size_t vocab, float std_dev) {
-  std::normal_distribution<float> normal(0.0f, std_dev);
-  std::vector<float> l(vocab);
-  for (float& x : l) {
-    x = normal(rng);
-  }
-  return l;
-}
-
 // One batch of rows through the plugin, each compared with the definition.
 void expect_documented_tokens(const std::vector<std::vector<float>>& logits,
                               const std::vector<ts_sampling_params>& params,
@@ -93,6 +84,16 @@ void expect_documented_tokens(const std::vector<std::vector<float>>& logits,
   }
 }
 
+// One row `copies` times, seeds first_seed, first_seed + 1, ...
+void expect_documented_tokens_of(const std::vector<float>& row, const ts_sampling_params& p,
+                                 size_t copies, uint64_t first_seed, const std::string& what) {
+  std::vector<ts_sampling_params> params(copies, p);
+  for (size_t i = 0; i < copies; ++i) {
+    params[i].seed = first_seed + i;
+  }
+  expect_documented_tokens(std::vector<std::vector<float>>(copies, row), params, what);
+}
+
 TEST(SamplerKeptSet, SameTokensAsTheDocumentedDefinition) {
   std::mt19937_64 rng(41);
   const float top_ps[] = {0.5f, 0.9f, 0.95f, 0.99f, 1.0f};
@@ -101,7 +102,7 @@ TEST(SamplerKeptSet, SameTokensAsTheDocumentedDefinition) {
       std::vector<std::vector<float>> logits;
       std::vector<ts_sampling_params> params;
       for (int i = 0; i < 30; ++i) {
-        logits.push_back(gaussian(rng, vocab, std_dev));
+        logits.push_back(gaussian_row(rng, vocab, std_dev));
         ts_sampling_params p = plain_params(rng());
         p.temperature = i % 3 == 0 ? 0.6f : (i % 3 == 1 ? 1.0f : 1.4f);
         p.top_p = top_ps[i % 5];
@@ -127,7 +128,7 @@ TEST(SamplerKeptSet, FullVocabularyRowsGiveTheDocumentedTokens) {
   std::vector<std::vector<float>> logits;
   std::vector<ts_sampling_params> params;
   for (int i = 0; i < 6; ++i) {
-    logits.push_back(gaussian(rng, 129280, i < 3 ? 1.0f : 6.0f));
+    logits.push_back(gaussian_row(rng, 129280, i < 3 ? 1.0f : 6.0f));
     ts_sampling_params p = plain_params(rng());
     p.temperature = i % 2 == 0 ? 0.6f : 1.0f;
     p.top_p = 0.95f;
@@ -178,7 +179,7 @@ TEST(SamplerKeptSet, TiesAndExactBoundariesFollowTheDefinition) {
   logits.clear();
   params.clear();
   for (int i = 0; i < 24; ++i) {
-    std::vector<float> l = gaussian(rng, 1000, 0.5f);
+    std::vector<float> l = gaussian_row(rng, 1000, 0.5f);
     for (const size_t c : {3, 19, 300, 301, 512, 700, 998, 999}) {
       l[c] = 6.0f;
     }
@@ -194,7 +195,7 @@ TEST(SamplerKeptSet, TiesAndExactBoundariesFollowTheDefinition) {
   logits.clear();
   params.clear();
   for (int i = 0; i < 24; ++i) {
-    std::vector<float> l = gaussian(rng, 1000, 0.3f);
+    std::vector<float> l = gaussian_row(rng, 1000, 0.3f);
     l[400] = 5.0f;
     l[401 + i] = 4.99f;
     logits.push_back(l);
@@ -224,22 +225,17 @@ TEST(SamplerKeptSet, TheBoundsKeepNothingTheWeightsDrop) {
   std::shuffle(row.begin(), row.end(), rng);  // every block holds a logit above the candidates
   ts_sampling_params p = plain_params(3);
   p.top_p = 0.41f;
-  std::vector<std::vector<float>> logits(24, row);
-  std::vector<ts_sampling_params> params(24, p);
-  for (size_t i = 0; i < params.size(); ++i) {
-    params[i].seed = 1000 + i;
-  }
-  expect_documented_tokens(logits, params, "bounds loose below the candidates");
+  expect_documented_tokens_of(row, p, 24, 1000, "bounds loose below the candidates");
   const PluginInstance sampler = make_sampler(1);
-  int candidates_proposed = 0;
   for (const int32_t t : draw_tokens(sampler, row, p, 3000)) {
     ASSERT_GT(row[static_cast<size_t>(t)], -1.0f)
         << "token " << t << " (logit " << row[t] << ") is outside the nucleus";
   }
+  int candidates_kept = 0;
   for (size_t c = 0; c < row.size(); ++c) {
-    candidates_proposed += row[c] == -1.2f && reference_keeps(row, 1.0f, 0.41f, 0.0f, c) ? 1 : 0;
+    candidates_kept += row[c] == -1.2f && reference_keeps(row, 1.0f, 0.41f, 0.0f, c) ? 1 : 0;
   }
-  EXPECT_EQ(candidates_proposed, 0);  // the definition drops them
+  EXPECT_EQ(candidates_kept, 0);  // the definition drops them
   EXPECT_TRUE(reference_keeps(row, 1.0f, 0.43f, 0.0f,
                               static_cast<size_t>(std::find(row.begin(), row.end(), -1.2f) -
                                                   row.begin())));  // and keeps them at 0.43
@@ -258,12 +254,7 @@ TEST(SamplerKeptSet, TheBlocksBelowAProposalCanKeepIt) {
   std::fill(row.begin() + 256, row.begin() + 512, -1.2040f);  // 0.300
   ts_sampling_params p = plain_params(3);
   p.top_p = 0.5f;
-  std::vector<std::vector<float>> logits(40, row);
-  std::vector<ts_sampling_params> params(40, p);
-  for (size_t i = 0; i < params.size(); ++i) {
-    params[i].seed = 2000 + i;
-  }
-  expect_documented_tokens(logits, params, "kept by the blocks below");
+  expect_documented_tokens_of(row, p, 40, 2000, "kept by the blocks below");
   EXPECT_TRUE(reference_keeps(row, 1.0f, 0.5f, 0.0f, 300));
   EXPECT_FALSE(reference_keeps(row, 1.0f, 0.5f, 0.0f, 600));
   const PluginInstance sampler = make_sampler(1);
@@ -297,8 +288,8 @@ TEST(SamplerKeptSet, DrawsFitTheTruncatedSoftmax) {
   std::mt19937_64 rng(53);
   ts_sampling_params p = plain_params(1);
   p.top_p = 0.8f;
-  expect_fits_truncated(gaussian(rng, 1024, 1.0f), p);  // flat: every block summed
-  std::vector<float> peaked = gaussian(rng, 2000, 1.0f);
+  expect_fits_truncated(gaussian_row(rng, 1024, 1.0f), p);  // flat: every block summed
+  std::vector<float> peaked = gaussian_row(rng, 2000, 1.0f);
   peaked[1900] = 6.0f;
   peaked[3] = 5.5f;
   peaked[700] = 5.0f;
@@ -310,7 +301,7 @@ TEST(SamplerKeptSet, DrawsFitTheTruncatedSoftmax) {
   expect_fits_truncated(peaked, p);
   p.top_p = 0.95f;
   p.min_p = 0.02f;
-  expect_fits_truncated(gaussian(rng, 300, 2.0f), p);
+  expect_fits_truncated(gaussian_row(rng, 300, 2.0f), p);
 }
 
 }  // namespace

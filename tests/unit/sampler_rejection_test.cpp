@@ -22,15 +22,6 @@
 namespace tessera::sampler_test {
 namespace {
 
-std::vector<float> gaussian_row(std::mt19937_64& rng, size_t vocab, float std_dev) {
-  std::normal_distribution<float> normal(0.0f, std_dev);
-  std::vector<float> l(vocab);
-  for (float& x : l) {
-    x = normal(rng);
-  }
-  return l;
-}
-
 TEST(SamplerRejection, SameTokensAsTheDocumentedDefinition) {
   const PluginInstance sampler = make_sampler(2);
   std::mt19937_64 rng(31);
