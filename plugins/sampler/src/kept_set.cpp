@@ -10,7 +10,8 @@
 
 #include "fma_exp.hpp"
 #include "group_scan.hpp"
-#include "target_clones.hpp"  // TS_SAMPLER_CLONES: one clone per x86-64 level
+#include "rejection_draw.hpp"  // tree_sum
+#include "target_clones.hpp"   // TS_SAMPLER_CLONES: one clone per x86-64 level
 
 namespace tessera::sampler {
 namespace {
@@ -34,10 +35,12 @@ struct Lanes {
   Doubles8 hi{};
 };
 
-// The lanes' sum in the fixed tree of rejection_draw.cpp's tree_sum.
-double tree_sum(const double* v) {
-  return (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) +
-         (((v[8] + v[9]) + (v[10] + v[11])) + ((v[12] + v[13]) + (v[14] + v[15])));
+// The last, partial block's logits in a full block's room: the missing columns at l, so that no
+// pass counts them above l (their weights and bounds are 0).
+const float* padded_block(const float* x, int64_t columns, float l, float (&room)[kBlock]) {
+  std::fill(room, room + kBlock, l);
+  std::copy_n(x, columns, room);
+  return room;
 }
 
 // One full block's 256 columns added to the lanes, 16 at a time (column lane + 16 k goes to
@@ -234,17 +237,15 @@ bool KeptSet::exact_keeps(float l) {
 }
 
 bool KeptSet::mostly_above(float l) {
-  if (!block_maxima_found_) {
-    find_block_maxima();
-  }
+  const std::vector<float>& block_max = block_maxima();
   const auto above =
-      std::count_if(s_.block_max.begin(), s_.block_max.end(), [l](float m) { return m > l; });
-  return 4 * above >= 3 * static_cast<int64_t>(s_.block_max.size());
+      std::count_if(block_max.begin(), block_max.end(), [l](float m) { return m > l; });
+  return 4 * above >= 3 * static_cast<int64_t>(block_max.size());
 }
 
 bool KeptSet::bound_keeps(float l) {
   const auto vocab = static_cast<int64_t>(logits_.size());
-  const auto blocks = static_cast<int64_t>(s_.block_max.size());
+  const auto blocks = static_cast<int64_t>(group_max_.size()) / kLanes;
   BoundSums sums;
   float bounds[kBlock];
   for (int64_t b = 0; b < blocks; ++b) {
@@ -254,15 +255,12 @@ bool KeptSet::bound_keeps(float l) {
       prefetch_logit_block(logits_, b + kBlocksAhead);
     }
     fma_exp_bounds(x, columns, l_max_, temperature_, bounds);
-    if (columns == kBlock) {
-      add_bound_block(x, bounds, l, sums);
-    } else {  // the last, partial block: its missing columns at l, with bound 0
-      float padded[kBlock];
-      std::fill(padded, padded + kBlock, l);
-      std::copy_n(x, columns, padded);
+    float room[kBlock];
+    if (columns < kBlock) {
       std::fill(bounds + columns, bounds + kBlock, 0.0f);
-      add_bound_block(padded, bounds, l, sums);
+      x = padded_block(x, columns, l, room);
     }
+    add_bound_block(x, bounds, l, sums);
   }
   // Each float lane summed blocks * 4 terms, so it is within (terms - 1) 2^-24 of their exact sum
   // (Higham, "Accuracy and Stability of Numerical Algorithms", 2002, §4.2): twice that is allowed.
@@ -274,14 +272,17 @@ bool KeptSet::bound_keeps(float l) {
   return above_high * (1.0 + 0x1.0p-30) < top_p_ * all_low * (1.0 - 0x1.0p-30);
 }
 
-void KeptSet::find_block_maxima() {
-  const auto blocks = static_cast<int64_t>(group_max_.size()) / kLanes;
-  s_.block_max.resize(static_cast<size_t>(blocks));
-  for (int64_t b = 0; b < blocks; ++b) {
-    const float* g = group_max_.data() + b * kLanes;
-    s_.block_max[static_cast<size_t>(b)] = *std::max_element(g, g + kLanes);
+const std::vector<float>& KeptSet::block_maxima() {
+  if (!block_maxima_found_) {
+    const auto blocks = static_cast<int64_t>(group_max_.size()) / kLanes;
+    s_.block_max.resize(static_cast<size_t>(blocks));
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* g = group_max_.data() + b * kLanes;
+      s_.block_max[static_cast<size_t>(b)] = *std::max_element(g, g + kLanes);
+    }
+    block_maxima_found_ = true;
   }
-  block_maxima_found_ = true;
+  return s_.block_max;
 }
 
 void KeptSet::compute_block(int64_t b) {
@@ -294,16 +295,14 @@ void KeptSet::compute_block(int64_t b) {
 }
 
 LaneTotals KeptSet::totals(float l, float floor) {
-  if (!block_maxima_found_) {
-    find_block_maxima();
-  }
+  const std::vector<float>& block_max = block_maxima();
   const auto vocab = static_cast<int64_t>(logits_.size());
-  const auto blocks = static_cast<int64_t>(s_.block_max.size());
+  const auto blocks = static_cast<int64_t>(block_max.size());
   BlockLanes lanes;
   int64_t skipped = 0;
   double rest = 0.0;  // the envelope's bounds of the blocks left out
   for (int64_t b = 0; b < blocks; ++b) {
-    if (!(s_.block_max[static_cast<size_t>(b)] > floor)) {
+    if (!(block_max[static_cast<size_t>(b)] > floor)) {
       // No logit above l (floor <= l), and W' may leave its weights out.
       ++skipped;
       rest += block_prefix_[static_cast<size_t>(b)] -
@@ -313,16 +312,11 @@ LaneTotals KeptSet::totals(float l, float floor) {
     if (s_.computed[static_cast<size_t>(b)] == 0) {
       compute_block(b);
     }
-    const float* w = s_.weights.data() + b * kBlock;
     const int64_t columns = std::min(kBlock, vocab - b * kBlock);
-    if (columns == kBlock) {
-      add_block_lanes(logits_.data() + b * kBlock, w, l, lanes);
-    } else {  // the last, partial block: its missing columns below every l, with weight 0
-      float padded[kBlock];
-      std::fill(padded, padded + kBlock, l);
-      std::copy_n(logits_.data() + b * kBlock, columns, padded);
-      add_block_lanes(padded, w, l, lanes);
-    }
+    const float* x = logits_.data() + b * kBlock;
+    float room[kBlock];
+    add_block_lanes(columns < kBlock ? padded_block(x, columns, l, room) : x,
+                    s_.weights.data() + b * kBlock, l, lanes);
   }
   // A block's bound read back from the prefix sums is within ulp(total) of the sum it added, and
   // that within 2^-48 of its groups' bounds (the envelope's rounding): allowed for here.

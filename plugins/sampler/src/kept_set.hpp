@@ -86,7 +86,8 @@ class KeptSet {
   // Whether the weights' upper bounds (fma_exp.hpp, cheaper than the weights) already show that
   // A < fl(p W): false means "not shown", not "dropped".
   [[nodiscard]] bool bound_keeps(float l);
-  void find_block_maxima();
+  // The largest logit of each block, found from the group maxima on first use.
+  const std::vector<float>& block_maxima();
   void compute_block(int64_t b);
   // A (above l) and W' over the blocks whose max is above floor (<= l), their weights computed
   // first where they are not yet.

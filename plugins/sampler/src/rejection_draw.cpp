@@ -50,12 +50,6 @@ double group_weight_sum(std::span<const float> logits, int64_t b, int64_t lane, 
   return sum;
 }
 
-// A block's 16 bounds summed as a fixed tree: the same sum on every CPU, no chain of 16 adds.
-[[gnu::always_inline]] inline double tree_sum(const double* v) {
-  return (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) +
-         (((v[8] + v[9]) + (v[10] + v[11])) + ((v[12] + v[13]) + (v[14] + v[15])));
-}
-
 // The bound of a group of a full block: 16 c_g (exact).
 constexpr double kFullFactor = static_cast<double>(kFullGroup);
 static_assert((kFullGroup & (kFullGroup - 1)) == 0, "four_block_sums scales sums, not bounds");

@@ -35,6 +35,13 @@ namespace tessera::sampler {
 
 class KeptSet;  // kept_set.hpp
 
+// 16 values (a block's bounds, or the kept set's lanes) summed as a fixed tree: the same sum on
+// every CPU, no chain of 16 adds.
+[[gnu::always_inline]] inline double tree_sum(const double* v) {
+  return (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) +
+         (((v[8] + v[9]) + (v[10] + v[11])) + ((v[12] + v[13]) + (v[14] + v[15])));
+}
+
 inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probability < (16/17)^1024
 
 // Proposals whose place in the envelope build_envelope finds, and whose logits it asks for: a

@@ -1,6 +1,7 @@
 #include "row_sampler.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <span>
 
 #include "certified_draw.hpp"
@@ -108,10 +109,13 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
       groups = ws.group_max;
     }
     const bool ready = prepared != nullptr && prepared->row == &row;
-    const RejectionEnvelope& envelope = ready ? prepared->envelope : ws.rejection;
-    KeptSet kept(logits, groups, l_max, params.temperature, params.top_p, params.min_p,
-                 envelope.block_prefix, ws.kept);
-    KeptSet* const filter = truncated(params) ? &kept : nullptr;
+    std::optional<KeptSet> kept;  // only a truncated row's proposals are filtered
+    if (truncated(params)) {
+      const RejectionEnvelope& envelope = ready ? prepared->envelope : ws.rejection;
+      kept.emplace(logits, groups, l_max, params.temperature, params.top_p, params.min_p,
+                   envelope.block_prefix, ws.kept);
+    }
+    KeptSet* const filter = kept ? &*kept : nullptr;
     const int32_t token = ready
                               ? draw_proposals(raw, raw_max, params.temperature, params.seed,
                                                row.rng_counter, prepared->envelope, filter)
