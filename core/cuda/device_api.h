@@ -1,6 +1,8 @@
 /* The CUDA device module's C table (docs/cuda.md). libtessera_cuda.so holds every call the core
- * makes into the CUDA runtime; the core dlopens it only when a CUDA device is configured, so the
- * tessera binary itself never needs an NVIDIA library (TOOLCHAIN.md §3).
+ * makes into the CUDA runtime and the forward's kernels; the core dlopens it only when a CUDA
+ * device is configured, so the tessera binary itself never needs an NVIDIA library (TOOLCHAIN.md
+ * §3). libtessera_cuda_emulated.so is the same source built for the SIMT emulator (CPU): the
+ * same table, selected by `[executor] cuda_module = "emulated"`.
  *
  * Ownership: the core owns devices, memory and streams and hands them to plugins (plugin_abi.h);
  * this table is how it gets them. Memory and streams are released through the same table. All
@@ -18,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TS_CUDA_DEVICE_API_VERSION 1
+#define TS_CUDA_DEVICE_API_VERSION 2
 #define TS_CUDA_DEVICE_ENTRY_SYMBOL "tessera_cuda_device_entry"
 
 typedef struct ts_cuda_device_info {
@@ -54,6 +56,41 @@ typedef struct ts_cuda_device_api {
   ts_status (*stream_create)(int32_t ordinal, void** out);
   ts_status (*stream_destroy)(int32_t ordinal, void* stream);
   ts_status (*stream_synchronize)(int32_t ordinal, void* stream);
+
+  /* Events (cudaEvent_t as void*, timing off): order work between streams without a host wait. */
+  ts_status (*event_create)(int32_t ordinal, void** out);
+  ts_status (*event_destroy)(int32_t ordinal, void* event);
+  ts_status (*event_record)(int32_t ordinal, void* event, void* stream);
+  ts_status (*stream_wait_event)(int32_t ordinal, void* stream, void* event);
+  ts_status (*event_synchronize)(int32_t ordinal, void* event);
+
+  /* The forward's kernels (core/cuda/kernels/ops_launch.hpp has their contracts and shapes),
+   * enqueued on `stream`; every pointer is device memory of `ordinal`. A launch error is returned
+   * here, an execution error by the next synchronisation. */
+  ts_status (*rms_norm)(int32_t ordinal, void* stream, float* x, int64_t rows, int64_t width,
+                        const float* weight, float eps);
+  ts_status (*swiglu)(int32_t ordinal, void* stream, float* g, const float* u, int64_t count,
+                      float limit);
+  ts_status (*embed_bf16)(int32_t ordinal, void* stream, const uint16_t* table, int64_t width,
+                          const int32_t* ids, int64_t rows, int64_t copies, float* out);
+  ts_status (*linear_bf16)(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
+                           const uint16_t* w, int64_t out, float* y);
+  ts_status (*rope)(int32_t ordinal, void* stream, float* x, int64_t tokens, int64_t heads,
+                    int64_t width, int64_t rope_dim, const int32_t* positions,
+                    const float* inv_freq, int32_t inverse);
+  ts_status (*linear_fp8)(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
+                          const uint8_t* w, const uint8_t* w_scale, int64_t out, float* y);
+  ts_status (*linear_fp4)(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
+                          const uint8_t* w, const uint8_t* w_scale, int64_t out, float* y);
+  /* bias, tid2eid (null: a learned layer), token_ids: device memory; *bad (device) is
+   * min-reduced with the lowest token whose routing failed. */
+  ts_status (*moe_routing)(int32_t ordinal, void* stream, float* scores, int64_t tokens,
+                           int64_t experts, int64_t per_token, const float* bias,
+                           const int32_t* tid2eid, int64_t table_size, const int32_t* token_ids,
+                           double scaling, int32_t* picked, float* weights, int64_t* bad);
+
+  /* 1 for the SIMT emulator's module (libtessera_cuda_emulated.so), 0 for the GPU's. */
+  int32_t emulated;
 } ts_cuda_device_api;
 
 typedef const ts_cuda_device_api* (*ts_cuda_device_entry_fn)(void);

@@ -1,11 +1,18 @@
-// libtessera_cuda.so: the CUDA runtime calls of the core behind the C table of device_api.h.
-// Linked with the shared cudart only (never the driver stub), loaded with dlopen on demand.
+// libtessera_cuda.so: the CUDA runtime calls of the core and its forward kernels behind the C
+// table of device_api.h. Linked with the shared cudart only (never the driver stub), loaded with
+// dlopen on demand. The same file, built with TESSERA_DEVICE_EMULATION against the SIMT
+// emulator's runtime (core/emulator), is libtessera_cuda_emulated.so.
+#ifdef TESSERA_DEVICE_EMULATION
+#include "cuda_runtime_emulation.hpp"
+#else
 #include <cuda_runtime.h>
+#endif
 
 #include <cstring>
 #include <string>
 
 #include "device_api.h"
+#include "kernels/ops_launch.hpp"
 #include "tessera/plugin_sdk.hpp"
 
 namespace {
@@ -126,6 +133,128 @@ ts_status stream_synchronize(int32_t ordinal, void* stream) {
                      "cudaStreamSynchronize");
 }
 
+ts_status event_create(int32_t ordinal, void** out) {
+  if (out == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "out is null");
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  cudaEvent_t event = nullptr;
+  ts_status s =
+      cuda_status(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  *out = event;
+  return s;
+}
+
+ts_status event_destroy(int32_t ordinal, void* event) {
+  if (event == nullptr) return ok();
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(cudaEventDestroy(static_cast<cudaEvent_t>(event)), "cudaEventDestroy");
+}
+
+ts_status event_record(int32_t ordinal, void* event, void* stream) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+      "cudaEventRecord");
+}
+
+ts_status stream_wait_event(int32_t ordinal, void* stream, void* event) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
+      "cudaStreamWaitEvent");
+}
+
+ts_status event_synchronize(int32_t ordinal, void* event) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+}
+
+// --- the forward's kernels: launch on the stream, report the launch status.
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+ts_status rms_norm(int32_t ordinal, void* stream, float* x, int64_t rows, int64_t width,
+                   const float* weight, float eps) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_rms_norm(x, rows, width, weight, eps, as_stream(stream)),
+      "rms_norm");
+}
+
+ts_status swiglu(int32_t ordinal, void* stream, float* g, const float* u, int64_t count,
+                 float limit) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_swiglu(g, u, count, limit, as_stream(stream)),
+                     "swiglu");
+}
+
+ts_status embed_bf16(int32_t ordinal, void* stream, const uint16_t* table, int64_t width,
+                     const int32_t* ids, int64_t rows, int64_t copies, float* out) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_embed_bf16(table, width, ids, rows, copies, out, as_stream(stream)),
+      "embed_bf16");
+}
+
+ts_status linear_bf16(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
+                      const uint16_t* w, int64_t out, float* y) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_linear_bf16(x, rows, in, w, out, y, as_stream(stream)),
+      "linear_bf16");
+}
+
+ts_status rope(int32_t ordinal, void* stream, float* x, int64_t tokens, int64_t heads,
+               int64_t width, int64_t rope_dim, const int32_t* positions, const float* inv_freq,
+               int32_t inverse) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  if (rope_dim % 2 != 0 || rope_dim > width)
+    return fail(TS_ERR_INVALID_ARGUMENT, "rope: rope_dim " + std::to_string(rope_dim) +
+                                             " must be even and at most the width " +
+                                             std::to_string(width));
+  return cuda_status(tessera::kernels::launch_rope(x, tokens, heads, width, rope_dim, positions,
+                                                   inv_freq, inverse != 0, as_stream(stream)),
+                     "rope");
+}
+
+ts_status linear_fp8(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
+                     const uint8_t* w, const uint8_t* w_scale, int64_t out, float* y) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_linear_fp8(x, rows, in, w, w_scale, out, y, as_stream(stream)),
+      "linear_fp8");
+}
+
+ts_status linear_fp4(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
+                     const uint8_t* w, const uint8_t* w_scale, int64_t out, float* y) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  if (in % 32 != 0)
+    return fail(TS_ERR_INVALID_ARGUMENT,
+                "linear_fp4: in = " + std::to_string(in) + " is not a multiple of 32");
+  return cuda_status(
+      tessera::kernels::launch_linear_fp4(x, rows, in, w, w_scale, out, y, as_stream(stream)),
+      "linear_fp4");
+}
+
+ts_status moe_routing(int32_t ordinal, void* stream, float* scores, int64_t tokens, int64_t experts,
+                      int64_t per_token, const float* bias, const int32_t* tid2eid,
+                      int64_t table_size, const int32_t* token_ids, double scaling, int32_t* picked,
+                      float* weights, int64_t* bad) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  if (per_token < 1 || per_token > experts)
+    return fail(TS_ERR_INVALID_ARGUMENT, "moe_routing: " + std::to_string(per_token) +
+                                             " experts per token of " + std::to_string(experts));
+  return cuda_status(tessera::kernels::launch_moe_routing(scores, tokens, experts, per_token, bias,
+                                                          tid2eid, table_size, token_ids, scaling,
+                                                          picked, weights, bad, as_stream(stream)),
+                     "moe_routing");
+}
+
+#ifdef TESSERA_DEVICE_EMULATION
+constexpr int32_t kEmulated = 1;
+#else
+constexpr int32_t kEmulated = 0;
+#endif
+
 const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  TS_CUDA_DEVICE_API_VERSION,
                                  device_count,
@@ -136,7 +265,21 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  fill,
                                  stream_create,
                                  stream_destroy,
-                                 stream_synchronize};
+                                 stream_synchronize,
+                                 event_create,
+                                 event_destroy,
+                                 event_record,
+                                 stream_wait_event,
+                                 event_synchronize,
+                                 rms_norm,
+                                 swiglu,
+                                 embed_bf16,
+                                 linear_bf16,
+                                 rope,
+                                 linear_fp8,
+                                 linear_fp4,
+                                 moe_routing,
+                                 kEmulated};
 
 }  // namespace
 

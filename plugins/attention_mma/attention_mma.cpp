@@ -244,7 +244,7 @@ std::string build_info_json() {
     if (end > at) sm += (sm.empty() ? "\"" : ",\"") + archs.substr(at, end - at) + "\"";
     at = end + 1;
   }
-#ifdef TESSERA_MMA_EMULATION
+#ifdef TESSERA_DEVICE_EMULATION
   const std::string cuda = "\"emulated\"";
 #else
   const std::string cuda = "\"" + std::to_string(CUDART_VERSION / 1000) + "." +

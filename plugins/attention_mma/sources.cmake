@@ -2,6 +2,9 @@
 # standalone GPU build (tools/gpu/CMakeLists.txt: nvcc + g++ only) and the SIMT-emulator build
 # of the tests (tests/cuda/CMakeLists.txt).
 set(TESSERA_MMA_DIR ${CMAKE_CURRENT_LIST_DIR})
+# The single-source kernel primitives every Tessera kernel includes (device_primitives.cuh).
+get_filename_component(TESSERA_KERNEL_COMMON_DIR ${CMAKE_CURRENT_LIST_DIR}/../../core/cuda/kernels
+  ABSOLUTE)
 # Host code: C++ that includes cuda_runtime.h (or the emulator's stand-in).
 set(TESSERA_MMA_HOST_SOURCES
   ${TESSERA_MMA_DIR}/attention_mma.cpp

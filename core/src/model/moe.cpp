@@ -1,7 +1,6 @@
 #include "model/moe.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <numeric>
 #include <span>
@@ -9,6 +8,7 @@
 
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
+#include "ops/moe_routing.hpp"
 #include "ops/swiglu.hpp"
 #include "ops/tree_sum.hpp"
 #include "tessera/simd_clones.hpp"
@@ -18,19 +18,6 @@
 namespace tessera::dsv4 {
 
 namespace {
-
-float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch threshold 20
-
-// Routing runs in chunks of at least this many tokens (a 64-token step: one chunk per thread;
-// serial, its softplus and top-k were ~25 us of each layer on the engine loop thread alone).
-constexpr int64_t kMinTokensPerRoutingChunk = 16;
-
-// value = min(value, t), atomically.
-void lower_to(std::atomic<int64_t>& value, int64_t t) {
-  int64_t seen = value.load(std::memory_order_relaxed);
-  while (t < seen && !value.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
-  }
-}
 
 // One expert's share of a layer: rows of x (the shared expert: all tokens; a routed one: its
 // tokens, gathered), its hidden activations and its output.
@@ -117,53 +104,22 @@ void moe_forward(const ModelConfig& config, const Moe& moe, bool hash_layer, con
   std::vector<float> scores(static_cast<size_t>(tokens * E));
   ops::linear(x, tokens, moe.gate, scores.data());
 
-  // Routing, each token alone (so on any thread, with the same bits): its K (expert, weight)
-  // pairs into picked / picked_weight [T, K]; then grouped by expert in token order. A bad token
-  // id or table entry is reported for the lowest such token, after the loop (items must not throw).
+  // Routing, each token alone (ops/moe_routing.hpp): its K (expert, weight) pairs into picked /
+  // picked_weight [T, K]; then grouped by expert in token order. A bad token id or table entry
+  // is reported for the lowest such token.
   std::vector<int32_t> picked(static_cast<size_t>(tokens * K));
   std::vector<float> picked_weight(picked.size());
-  std::atomic<int64_t> first_bad{tokens};
-  ops::for_each_row_chunk(tokens, kMinTokensPerRoutingChunk, [&](int64_t t0, int64_t t1) {
-    std::vector<int32_t> order(static_cast<size_t>(E));
-    for (int64_t t = t0; t < t1; ++t) {
-      float* s = scores.data() + t * E;
-      for (int64_t e = 0; e < E; ++e) {
-        s[e] = std::sqrt(softplus(s[e]));
-      }
-      int32_t* chosen = picked.data() + t * K;
-      if (hash_layer) {
-        const int64_t id = token_ids[t];
-        if (id < 0 || id * K >= static_cast<int64_t>(moe.tid2eid.size())) {
-          lower_to(first_bad, t);
-          continue;
-        }
-        for (int64_t k = 0; k < K; ++k) {
-          chosen[k] = moe.tid2eid[static_cast<size_t>(id * K + k)];
-        }
-      } else {
-        std::iota(order.begin(), order.end(), 0);
-        const float* bias = moe.bias ? moe.bias->ptr() : nullptr;
-        auto biased = [&](int32_t e) { return s[e] + (bias ? bias[e] : 0.0f); };
-        std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t b) {
-          return biased(a) != biased(b) ? biased(a) > biased(b) : a < b;
-        });
-        std::copy(order.begin(), order.begin() + K, chosen);
-      }
-      if (std::any_of(chosen, chosen + K, [&](int32_t e) { return e < 0 || e >= E; })) {
-        lower_to(first_bad, t);
-        continue;
-      }
-      double sum = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        sum += s[chosen[k]];
-      }
-      for (int64_t k = 0; k < K; ++k) {
-        picked_weight[t * K + k] =
-            static_cast<float>(s[chosen[k]] / (sum + 1e-20) * config.routed_scaling_factor);
-      }
-    }
-  });
-  if (const int64_t t = first_bad.load(); t < tokens) {
+  ops::MoeRouting routing{E, K, moe.bias ? moe.bias->ptr() : nullptr};
+  if (hash_layer) {
+    routing.tid2eid = moe.tid2eid.data();
+    routing.table_size = static_cast<int64_t>(moe.tid2eid.size());
+    routing.token_ids = token_ids;
+  }
+  routing.scaling = config.routed_scaling_factor;
+  const int64_t bad =
+      ops::route_tokens(routing, scores.data(), tokens, picked.data(), picked_weight.data());
+  if (bad < tokens) {
+    const int64_t t = bad;
     const int64_t id = token_ids[t];
     TS_CHECK(!hash_layer || (id >= 0 && id * K < static_cast<int64_t>(moe.tid2eid.size())),
              "hash routing: token id {} outside tid2eid", id);

@@ -6,7 +6,7 @@
 
 #include "../device_tasks.hpp"
 
-#ifdef TESSERA_MMA_EMULATION
+#ifdef TESSERA_DEVICE_EMULATION
 #include "cuda_runtime_emulation.hpp"
 #else
 #include <cuda_runtime.h>

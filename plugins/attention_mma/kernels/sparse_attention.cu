@@ -299,7 +299,7 @@ cudaError_t launch_attention_combine(const CombineParams& p, int n_items, cudaSt
 }
 
 cudaError_t kernel_image_status() {
-#ifdef TESSERA_MMA_EMULATION
+#ifdef TESSERA_DEVICE_EMULATION
   return cudaSuccess;
 #else
   cudaFuncAttributes attributes{};

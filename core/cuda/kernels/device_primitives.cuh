@@ -1,12 +1,13 @@
-// The warp- and block-level primitives the mma kernels use, as PTX on the device and, when
-// TESSERA_MMA_EMULATION is defined, on the SIMT emulator of tests/cuda/emulator (CPU), so the
-// same kernel source is checked without a GPU. Fragment layouts: PTX ISA, "Matrix fragments for
-// mma.m16n8k16 with floating point type" and "ldmatrix".
+// The warp- and block-level primitives every Tessera kernel uses (the core's ops in
+// core/cuda/kernels, the attention plugins' kernels): PTX on the device and, when
+// TESSERA_DEVICE_EMULATION is defined, the SIMT emulator of core/emulator (CPU), so one kernel
+// source runs in both (docs/cuda.md, "Single-source kernels"). Fragment layouts: PTX ISA, "Matrix
+// fragments for mma.m16n8k16 with floating point type" and "ldmatrix".
 #pragma once
 
 #include <cstdint>
 
-#ifdef TESSERA_MMA_EMULATION
+#ifdef TESSERA_DEVICE_EMULATION
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -15,8 +16,10 @@
 #include "simt_emulator.hpp"
 #define TS_DEVICE inline
 #define TS_KERNEL(threads) void
+// Enqueued on the emulated stream (run at its synchronisation; the null stream runs at once):
+// the arguments are captured by value, as a real launch copies them.
 #define TS_LAUNCH(kernel, grid, block, smem, stream, ...) \
-  ::tessera::emu::launch(grid, block, smem, [&] { kernel(__VA_ARGS__); })
+  ::tessera::emu::launch_on(stream, grid, block, smem, [=] { kernel(__VA_ARGS__); })
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -26,16 +29,17 @@
   kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
 #endif
 
-namespace tessera::mma::dev {
+namespace tessera::dev {
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kNegInf = -__builtin_huge_valf();
 
-#ifdef TESSERA_MMA_EMULATION
+#ifdef TESSERA_DEVICE_EMULATION
 
 TS_DEVICE int thread_index() { return static_cast<int>(emu::thread_idx().x); }
 TS_DEVICE int block_index() { return static_cast<int>(emu::block_idx().x); }
 TS_DEVICE int block_index_y() { return static_cast<int>(emu::block_idx().y); }
+TS_DEVICE int grid_blocks() { return static_cast<int>(emu::grid_dim().x); }
 TS_DEVICE int block_threads() { return static_cast<int>(emu::block_dim().x); }
 TS_DEVICE void sync_block() { emu::block_barrier(); }
 TS_DEVICE unsigned char* dynamic_smem() { return emu::shared_memory(); }
@@ -43,11 +47,15 @@ TS_DEVICE float shfl_xor(float v, int mask) { return emu::shfl_xor(v, mask); }
 TS_DEVICE uint32_t ballot(bool p) { return emu::ballot(p); }
 TS_DEVICE int popc(uint32_t v) { return std::popcount(v); }
 TS_DEVICE uint32_t float_bits(float v) { return std::bit_cast<uint32_t>(v); }
+TS_DEVICE float bits_float(uint32_t v) { return std::bit_cast<float>(v); }
 TS_DEVICE float fast_exp2(float v) { return std::exp2(v); }
 TS_DEVICE uint32_t atomic_add_shared(uint32_t* p, uint32_t v) {
   const uint32_t old = *p;  // fibers switch only in collectives: this is atomic
   *p = old + v;
   return old;
+}
+TS_DEVICE void atomic_min_i64(int64_t* p, int64_t v) {  // global memory; atomic as above
+  if (v < *p) *p = v;
 }
 TS_DEVICE uint16_t to_bf16(float v) {  // round to nearest even (finite inputs)
   const uint32_t bits = std::bit_cast<uint32_t>(v);
@@ -80,18 +88,23 @@ TS_DEVICE void cp_async_wait() {
 TS_DEVICE int thread_index() { return static_cast<int>(threadIdx.x); }
 TS_DEVICE int block_index() { return static_cast<int>(blockIdx.x); }
 TS_DEVICE int block_index_y() { return static_cast<int>(blockIdx.y); }
+TS_DEVICE int grid_blocks() { return static_cast<int>(gridDim.x); }
 TS_DEVICE int block_threads() { return static_cast<int>(blockDim.x); }
 TS_DEVICE void sync_block() { __syncthreads(); }
 TS_DEVICE unsigned char* dynamic_smem() {
-  extern __shared__ __align__(16) unsigned char tessera_mma_smem[];
-  return tessera_mma_smem;
+  extern __shared__ __align__(16) unsigned char tessera_dynamic_smem[];
+  return tessera_dynamic_smem;
 }
 TS_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xFFFFFFFFu, v, mask); }
 TS_DEVICE uint32_t ballot(bool p) { return __ballot_sync(0xFFFFFFFFu, p); }
 TS_DEVICE int popc(uint32_t v) { return __popc(v); }
 TS_DEVICE uint32_t float_bits(float v) { return __float_as_uint(v); }
+TS_DEVICE float bits_float(uint32_t v) { return __uint_as_float(v); }
 TS_DEVICE float fast_exp2(float v) { return exp2f(v); }
 TS_DEVICE uint32_t atomic_add_shared(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
+TS_DEVICE void atomic_min_i64(int64_t* p, int64_t v) {
+  atomicMin(reinterpret_cast<long long*>(p), static_cast<long long>(v));
+}
 TS_DEVICE uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
   return *reinterpret_cast<const uint32_t*>(&v);
@@ -132,6 +145,9 @@ TS_DEVICE void cp_async_wait() {
 
 #endif
 
+// bfloat16 bits to fp32 (exact).
+TS_DEVICE float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+
 // Order-preserving map of fp32 onto uint32: a < b  <=>  float_key(a) < float_key(b).
 TS_DEVICE uint32_t float_key(float v) {
   const uint32_t bits = float_bits(v);
@@ -145,4 +161,4 @@ TS_DEVICE int swizzled_chunk(int row, int chunk, int chunks_per_row) {
   return (row * chunks_per_row + (chunk ^ (row & 7))) * 16;
 }
 
-}  // namespace tessera::mma::dev
+}  // namespace tessera::dev

@@ -294,6 +294,7 @@ void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::functio
 const dim3& thread_idx() { return state().current->tid; }
 const dim3& block_idx() { return state().block_idx; }
 const dim3& block_dim() { return state().block_dim; }
+const dim3& grid_dim() { return state().grid_dim; }
 unsigned char* shared_memory() { return state().smem.data(); }
 
 void block_barrier() {

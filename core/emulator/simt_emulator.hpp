@@ -1,5 +1,8 @@
-// A small SIMT emulator that runs the mma plugin's CUDA kernels on the CPU, so that their index
-// arithmetic (fragment layouts, swizzles, pipelines, splits) is checked on machines without a GPU.
+// A small SIMT emulator that runs Tessera's CUDA kernels on the CPU (the core's ops and the
+// attention plugins'), so that their index arithmetic (fragment layouts, swizzles, pipelines,
+// splits) is checked on machines without a GPU. It is one shared library per process
+// (libtessera_emulator.so): the emulated device module and every emulated plugin share its
+// allocations, streams and events.
 //
 // Model: blocks run one after another; the threads of a block are fibers on the caller's thread
 // that switch only inside a collective (block barrier, warp exchange). Warp collectives follow the
@@ -22,10 +25,15 @@ namespace tessera::emu {
 // Runs body once per thread of every block. Errors are reported through cudaGetLastError()
 // (take_last_error), like a failed launch.
 void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body);
+// The same launch enqueued on `stream` (emulated_streams.hpp): it runs when the stream is
+// synchronised or waited on; the null stream runs it at once.
+void launch_on(cudaStream_t stream, dim3 grid, dim3 block, size_t dynamic_smem_bytes,
+               std::function<void()> body);
 
 const dim3& thread_idx();
 const dim3& block_idx();
 const dim3& block_dim();
+const dim3& grid_dim();
 unsigned char* shared_memory();
 
 void block_barrier();

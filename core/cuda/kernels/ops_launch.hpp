@@ -1,0 +1,56 @@
+// Host entry points of the core's forward kernels (one .cu per op in this folder, shapes in a
+// comment above each kernel). Each launches on `stream` and returns the launch status; nothing
+// here allocates or synchronises. Compiled by nvcc for the CUDA module and as C++ for the
+// emulated one (TESSERA_DEVICE_EMULATION), from the same source.
+#pragma once
+
+#include <cstdint>
+
+#ifdef TESSERA_DEVICE_EMULATION
+#include "cuda_runtime_emulation.hpp"
+#else
+#include <cuda_runtime.h>
+#endif
+
+namespace tessera::kernels {
+
+// x[rows, width] = weight[width] * x * rsqrt(mean(x^2) + eps), in place (weight null: none).
+cudaError_t launch_rms_norm(float* x, int64_t rows, int64_t width, const float* weight, float eps,
+                            cudaStream_t stream);
+
+// g[i] = silu(min(g[i], limit)) * clamp(u[i], -limit, limit), i < count (limit 0: no clamp).
+cudaError_t launch_swiglu(float* g, const float* u, int64_t count, float limit,
+                          cudaStream_t stream);
+
+// out[t, c, :] = table[ids[t], :] widened from bf16, for c < copies (the mHC streams).
+cudaError_t launch_embed_bf16(const uint16_t* table, int64_t width, const int32_t* ids,
+                              int64_t rows, int64_t copies, float* out, cudaStream_t stream);
+
+// y[rows, out] = x[rows, in] . W^T, W [out, in] in bf16 widened in registers, fp32 sums.
+cudaError_t launch_linear_bf16(const float* x, int64_t rows, int64_t in, const uint16_t* w,
+                               int64_t out, float* y, cudaStream_t stream);
+
+// y[rows, out] = x . W^T, W8A8 (linear_fp8.cu): W [out, in] FP8 e4m3 with w_scale
+// [ceil(out/128), ceil(in/128)] UE8M0; x quantised to e4m3 per 1x128 block (power-of-two scale).
+cudaError_t launch_linear_fp8(const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                              const uint8_t* w_scale, int64_t out, float* y, cudaStream_t stream);
+
+// The same with W [out, in / 2] packed FP4 e2m1 and w_scale [out, in / 32] UE8M0 (in % 32 == 0).
+cudaError_t launch_linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                              const uint8_t* w_scale, int64_t out, float* y, cudaStream_t stream);
+
+// The MoE router of ops/moe_routing.hpp (moe_routing.cu): scores [tokens, E] in place, picked
+// and weights [tokens, K]; tid2eid null for a learned layer; *bad min-reduced with the lowest
+// token whose routing failed (the caller initialises it to `tokens`).
+cudaError_t launch_moe_routing(float* scores, int64_t tokens, int64_t E, int64_t K,
+                               const float* bias, const int32_t* tid2eid, int64_t table_size,
+                               const int32_t* token_ids, double scaling, int32_t* picked,
+                               float* weights, int64_t* bad, cudaStream_t stream);
+
+// Rotates the trailing rope_dim channels of x[tokens, heads, width] (interleaved pairs) by
+// positions[t] * inv_freq[i] (inverse: by minus that angle).
+cudaError_t launch_rope(float* x, int64_t tokens, int64_t heads, int64_t width, int64_t rope_dim,
+                        const int32_t* positions, const float* inv_freq, bool inverse,
+                        cudaStream_t stream);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,14 @@
+# Sources of the CUDA device module, shared by the main build (core/cuda: nvcc, the GPU module),
+# the emulated module (core/emulator: the same files compiled as C++ for the SIMT emulator) and
+# the standalone GPU build (tools/gpu).
+set(TESSERA_CUDA_MODULE_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(TESSERA_CUDA_MODULE_HOST_SOURCES ${TESSERA_CUDA_MODULE_DIR}/device_runtime.cpp)
+# One kernel per op of the forward, shapes in a comment above each.
+set(TESSERA_CUDA_KERNEL_SOURCES
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/rms_norm.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/swiglu.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/embed_bf16.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_bf16.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_fp8.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/moe_routing.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/rope.cu)

@@ -1,0 +1,161 @@
+// The few CUDA runtime names Tessera's kernels and their launchers use, for the SIMT emulator
+// build (no NVIDIA libraries): "device" memory is host memory with guard pages, launches and
+// copies are enqueued on emulated streams (emulated_streams.hpp) and run when waited for. Only
+// what the code calls is here; anything else must not compile.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorLaunchFailure = 719
+};
+inline constexpr unsigned cudaStreamNonBlocking = 1;
+inline constexpr unsigned cudaEventDisableTiming = 2;
+struct cudaDeviceProp {
+  char name[256];
+  int major, minor;
+  int multiProcessorCount;
+};
+using cudaStream_t = struct CUstream_emulated*;
+using cudaEvent_t = struct CUevent_emulated*;
+enum cudaMemcpyKind {
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3
+};
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDeviceAttr {
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2
+};
+struct cudaPointerAttributes {
+  cudaMemoryType type;
+  int device;
+};
+
+namespace tessera::emu {
+void enqueue(cudaStream_t stream, std::function<void()> work);  // emulated_streams.hpp
+cudaError_t take_last_error();  // the launch error since the last call, then cleared
+const char* last_error_text();
+const char* sync_error_text();  // the last failed stream or event synchronisation's text
+bool is_device_memory(const void* p);
+// The emulated device: an H200-like shared-memory budget with few multiprocessors, so that test
+// batches still split rows over several blocks.
+inline constexpr int kEmulatedSmCount = 4;
+inline constexpr int kEmulatedSmemPerBlock = 227 * 1024;
+inline constexpr int kEmulatedSmemPerSm = 228 * 1024;
+}  // namespace tessera::emu
+
+inline cudaError_t cudaGetDeviceCount(int* n) {
+  *n = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int ordinal) {
+  return ordinal == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}
+inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int ordinal) {
+  if (ordinal != 0) return cudaErrorInvalidValue;
+  switch (attr) {
+    case cudaDevAttrMultiProcessorCount:
+      *value = tessera::emu::kEmulatedSmCount;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = 9;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = 0;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+      *value = tessera::emu::kEmulatedSmemPerSm;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = tessera::emu::kEmulatedSmemPerBlock;
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+template <class Kernel>
+cudaError_t cudaFuncSetAttribute(Kernel*, cudaFuncAttribute, int value) {
+  return value <= tessera::emu::kEmulatedSmemPerBlock ? cudaSuccess : cudaErrorInvalidValue;
+}
+// Ordered on the stream; a host-to-device copy reads its (pageable) source now, as the runtime
+// stages it before returning.
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind,
+                                   cudaStream_t stream) {
+  if (kind == cudaMemcpyHostToDevice) {
+    auto staged = std::make_shared<std::vector<unsigned char>>(
+        static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + n);
+    tessera::emu::enqueue(stream,
+                          [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+  } else {
+    tessera::emu::enqueue(stream, [dst, src, n] { std::memcpy(dst, src, n); });
+  }
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t n, cudaStream_t stream) {
+  tessera::emu::enqueue(stream, [dst, value, n] { std::memset(dst, value, n); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetLastError() { return tessera::emu::take_last_error(); }
+inline const char* cudaGetErrorString(cudaError_t e) {
+  if (e == cudaSuccess) return "no error";
+  if (e == cudaErrorMemoryAllocation) return "out of memory";
+  if (e == cudaErrorInvalidValue) return "invalid argument";
+  const char* launch = tessera::emu::last_error_text();
+  return launch[0] != '\0' ? launch : tessera::emu::sync_error_text();
+}
+// The device's side of the runtime, in emulated_runtime.cpp: allocations with guard pages,
+// streams and events of emulated_streams.hpp; stream and event synchronisation report the first
+// failure of the work they ran (its text through cudaGetErrorString).
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int ordinal);
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+cudaError_t cudaDriverGetVersion(int* version);
+cudaError_t cudaRuntimeGetVersion(int* version);
+cudaError_t cudaMalloc(void** p, size_t bytes);
+cudaError_t cudaFree(void* p);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+
+inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+  a->type = tessera::emu::is_device_memory(p) ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
+  a->device = 0;
+  return cudaSuccess;
+}

@@ -1,0 +1,119 @@
+// The CUDA runtime calls of cuda_runtime_emulation.hpp that need the emulator's state: the
+// emulated device is one H200-like device (name "Tessera SIMT emulator", sm_90) whose memory is
+// the host's.
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "cuda_runtime_emulation.hpp"
+#include "emulated_streams.hpp"
+#include "simt_emulator.hpp"
+
+namespace {
+
+std::mutex g_sync_error_mutex;
+std::string g_sync_error;  // the text of the last failed synchronisation
+
+cudaError_t sync_result(bool ok, const std::string& error) {
+  if (ok) return cudaSuccess;
+  std::lock_guard lock(g_sync_error_mutex);
+  g_sync_error = error;
+  return cudaErrorLaunchFailure;
+}
+
+}  // namespace
+
+namespace tessera::emu {
+const char* sync_error_text() {
+  std::lock_guard lock(g_sync_error_mutex);
+  return g_sync_error.c_str();
+}
+}  // namespace tessera::emu
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int ordinal) {
+  if (ordinal != 0) return cudaErrorInvalidValue;
+  std::memset(prop, 0, sizeof *prop);
+  std::strncpy(prop->name, "Tessera SIMT emulator", sizeof prop->name - 1);
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = tessera::emu::kEmulatedSmCount;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  *total_bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * page;
+  *free_bytes = static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  *version = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  *version = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  try {
+    *p = tessera::emu::device_alloc(bytes);
+    return cudaSuccess;
+  } catch (const std::bad_alloc&) {
+    *p = nullptr;
+    return cudaErrorMemoryAllocation;
+  }
+}
+
+cudaError_t cudaFree(void* p) {
+  if (p != nullptr && !tessera::emu::is_device_memory(p)) return cudaErrorInvalidValue;
+  tessera::emu::device_free(p);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  *stream = tessera::emu::stream_create();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  tessera::emu::stream_destroy(stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  std::string error;
+  const bool ok = tessera::emu::stream_synchronize(stream, &error);
+  return sync_result(ok, error);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
+  *event = tessera::emu::event_create();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  tessera::emu::event_destroy(event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  tessera::emu::event_record(event, stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  tessera::emu::stream_wait_event(stream, event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  std::string error;
+  const bool ok = tessera::emu::event_synchronize(event, &error);
+  return sync_result(ok, error);
+}

@@ -1,0 +1,120 @@
+#include "emulated_streams.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "simt_emulator.hpp"
+
+struct CUstream_emulated {
+  std::recursive_mutex mutex;  // held while work runs: a stream runs one item at a time
+  std::deque<std::function<void()>> queue;
+  uint64_t enqueued = 0, executed = 0;  // counts of items
+  std::string error;                    // the first failure since the last synchronisation
+};
+
+struct CUevent_emulated {
+  std::mutex mutex;
+  cudaStream_t stream = nullptr;  // where it was last recorded (null: complete)
+  uint64_t mark = 0;              // complete once stream->executed >= mark
+};
+
+namespace tessera::emu {
+namespace {
+
+// Runs `stream`'s items until `mark` of them have run (all of them when mark is UINT64_MAX).
+void run_until(cudaStream_t stream, uint64_t mark) {
+  std::lock_guard lock(stream->mutex);
+  while (stream->executed < mark && !stream->queue.empty()) {
+    std::function<void()> work = std::move(stream->queue.front());
+    stream->queue.pop_front();
+    try {
+      work();
+      if (const cudaError_t e = take_last_error(); e != cudaSuccess && stream->error.empty())
+        stream->error = last_error_text();
+    } catch (const std::exception& e) {
+      if (stream->error.empty()) stream->error = e.what();
+    }
+    ++stream->executed;
+  }
+}
+
+}  // namespace
+
+cudaStream_t stream_create() { return new CUstream_emulated; }
+
+void stream_destroy(cudaStream_t stream) {
+  if (stream == nullptr) return;
+  run_until(stream, UINT64_MAX);
+  delete stream;
+}
+
+bool stream_synchronize(cudaStream_t stream, std::string* error) {
+  if (stream == nullptr) return true;
+  run_until(stream, UINT64_MAX);
+  std::lock_guard lock(stream->mutex);
+  if (stream->error.empty()) return true;
+  if (error != nullptr) *error = stream->error;
+  stream->error.clear();
+  return false;
+}
+
+void enqueue(cudaStream_t stream, std::function<void()> work) {
+  if (stream == nullptr) {
+    work();
+    return;
+  }
+  std::lock_guard lock(stream->mutex);
+  stream->queue.push_back(std::move(work));
+  ++stream->enqueued;
+}
+
+void launch_on(cudaStream_t stream, dim3 grid, dim3 block, size_t dynamic_smem_bytes,
+               std::function<void()> body) {
+  enqueue(stream, [=, body = std::move(body)] { launch(grid, block, dynamic_smem_bytes, body); });
+}
+
+cudaEvent_t event_create() { return new CUevent_emulated; }
+
+void event_destroy(cudaEvent_t event) { delete event; }
+
+void event_record(cudaEvent_t event, cudaStream_t stream) {
+  std::lock_guard lock(event->mutex);
+  event->stream = stream;
+  if (stream == nullptr) return;
+  std::lock_guard stream_lock(stream->mutex);
+  event->mark = stream->enqueued;
+}
+
+void stream_wait_event(cudaStream_t stream, cudaEvent_t event) {
+  cudaStream_t source;
+  uint64_t mark;
+  {
+    std::lock_guard lock(event->mutex);
+    source = event->stream;
+    mark = event->mark;
+  }
+  if (source == nullptr || source == stream) return;
+  enqueue(stream, [source, mark] { run_until(source, mark); });
+}
+
+bool event_synchronize(cudaEvent_t event, std::string* error) {
+  cudaStream_t source;
+  uint64_t mark;
+  {
+    std::lock_guard lock(event->mutex);
+    source = event->stream;
+    mark = event->mark;
+  }
+  if (source == nullptr) return true;
+  run_until(source, mark);
+  std::lock_guard lock(source->mutex);
+  if (source->error.empty()) return true;
+  if (error != nullptr) *error = source->error;
+  return false;
+}
+
+}  // namespace tessera::emu

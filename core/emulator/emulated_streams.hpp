@@ -1,0 +1,38 @@
+// Streams and events of the emulated device: in-order queues of work (copies, kernel launches)
+// that run only when something waits for them, on the waiting thread. A host read of a
+// device-to-host copy that was never synchronised sees the old bytes, as a missing
+// cudaStreamSynchronize would on a GPU read not-yet-written memory: the tests catch it.
+//
+// Semantics (those of the CUDA runtime that the engine relies on):
+//   - work on one stream runs in the order it was enqueued;
+//   - stream_synchronize(s) runs everything enqueued on s so far (and whatever s waits on);
+//   - event_record(e, s) marks s's current end; stream_wait_event(t, e) makes t's later work
+//     start after that mark (running s up to it first); event_synchronize(e) runs s up to it;
+//   - the null stream runs its work at once, on the calling thread;
+//   - a host-to-device copy from pageable memory reads the source when enqueued (the runtime
+//     stages it before returning), so the caller may reuse its buffer at once.
+// Thread safety: every function may be called from any thread; a stream's work runs under the
+// stream's own lock, one item at a time.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "cuda_runtime_emulation.hpp"
+
+namespace tessera::emu {
+
+cudaStream_t stream_create();
+void stream_destroy(cudaStream_t stream);  // runs what is still queued first
+// Runs the queued work; false with the first failure's text (the stream is then empty).
+bool stream_synchronize(cudaStream_t stream, std::string* error = nullptr);
+void enqueue(cudaStream_t stream, std::function<void()> work);
+
+cudaEvent_t event_create();
+void event_destroy(cudaEvent_t event);
+void event_record(cudaEvent_t event, cudaStream_t stream);
+void stream_wait_event(cudaStream_t stream, cudaEvent_t event);
+bool event_synchronize(cudaEvent_t event, std::string* error = nullptr);
+
+}  // namespace tessera::emu

@@ -1,0 +1,179 @@
+#include "device/cpu_device.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/number_formats.cuh"
+#include "ops/linear.hpp"
+#include "ops/norms.hpp"
+#include "ops/swiglu.hpp"
+#include "util/check.hpp"
+
+namespace tessera::device {
+namespace {
+
+float widen_bf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// Row r of x quantised per 1x128 block as the FP8 layers take it: values decoded back to fp32
+// (exact) and one scale per block.
+void quantise_row(const float* x, int64_t in, std::vector<float>& q, std::vector<float>& scales) {
+  constexpr int64_t kBlock = 128;
+  const int64_t blocks = (in + kBlock - 1) / kBlock;
+  q.resize(static_cast<size_t>(in));
+  scales.resize(static_cast<size_t>(blocks));
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    const int64_t end = std::min(in, (kb + 1) * kBlock);
+    float amax = 0.0f;
+    for (int64_t i = kb * kBlock; i < end; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float s = formats::e4m3_block_scale(amax);
+    scales[kb] = s;
+    for (int64_t i = kb * kBlock; i < end; ++i)
+      q[i] = formats::e4m3_to_float(formats::float_to_e4m3(x[i] / s));
+  }
+}
+
+}  // namespace
+
+// The definition of the FP8 product, written out: per 128-input block, the fp32 sum of the
+// quantised activations times the decoded weights, scaled by both blocks' scales.
+void CpuOps::linear_fp8(const Stream&, const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                        const uint8_t* w_scale, int64_t out, float* y) const {
+  constexpr int64_t kBlock = 128;
+  const int64_t blocks = (in + kBlock - 1) / kBlock;
+  std::vector<float> q, scales;
+  for (int64_t r = 0; r < rows; ++r) {
+    quantise_row(x + r * in, in, q, scales);
+    for (int64_t o = 0; o < out; ++o) {
+      float acc = 0.0f;
+      for (int64_t kb = 0; kb < blocks; ++kb) {
+        float partial = 0.0f;
+        for (int64_t i = kb * kBlock; i < std::min(in, (kb + 1) * kBlock); ++i)
+          partial += q[i] * formats::e4m3_to_float(w[o * in + i]);
+        acc += partial * (scales[kb] * formats::ue8m0_to_float(w_scale[o / kBlock * blocks + kb]));
+      }
+      y[r * out + o] = acc;
+    }
+  }
+}
+
+// The FP4 product: the same activations, each 32-input group's sum scaled by its weight scale.
+void CpuOps::linear_fp4(const Stream&, const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                        const uint8_t* w_scale, int64_t out, float* y) const {
+  constexpr int64_t kBlock = 128, kGroup = 32;
+  TS_CHECK(in % kGroup == 0, "linear_fp4: in = {} is not a multiple of 32", in);
+  std::vector<float> q, scales;
+  for (int64_t r = 0; r < rows; ++r) {
+    quantise_row(x + r * in, in, q, scales);
+    for (int64_t o = 0; o < out; ++o) {
+      float acc = 0.0f;
+      for (int64_t kb = 0; kb * kBlock < in; ++kb) {
+        float block = 0.0f;
+        for (int64_t g = kb * kBlock; g < std::min(in, (kb + 1) * kBlock); g += kGroup) {
+          float group = 0.0f;
+          for (int64_t i = g; i < g + kGroup; ++i) {
+            const uint8_t pair = w[o * (in / 2) + i / 2];
+            group += q[i] * formats::e2m1_to_float(i % 2 == 0 ? pair & 0xF : pair >> 4);
+          }
+          block += group * formats::ue8m0_to_float(w_scale[o * (in / kGroup) + g / kGroup]);
+        }
+        acc += block * scales[kb];
+      }
+      y[r * out + o] = acc;
+    }
+  }
+}
+
+void CpuOps::route_tokens(const Stream&, const ops::MoeRouting& routing, float* scores,
+                          int64_t tokens, int32_t* picked, float* weights, int64_t* bad) const {
+  *bad = ops::route_tokens(routing, scores, tokens, picked, weights);
+}
+
+void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, const float* weight,
+                      float eps) const {
+  if (weight != nullptr)
+    ops::rms_norm(x, rows, width, weight, eps);
+  else
+    ops::rms_norm_unweighted(x, rows, width, eps);
+}
+
+void CpuOps::swiglu(const Stream&, float* g, const float* u, int64_t count, float limit) const {
+  ops::swiglu(g, u, count, limit);
+}
+
+void CpuOps::embed_bf16(const Stream&, const uint16_t* table, int64_t width, const int32_t* ids,
+                        int64_t rows, int64_t copies, float* out) const {
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = 0; c < copies; ++c)
+      for (int64_t i = 0; i < width; ++i)
+        out[(t * copies + c) * width + i] = widen_bf16(table[ids[t] * width + i]);
+}
+
+void CpuOps::linear_bf16(const Stream&, const float* x, int64_t rows, int64_t in, const uint16_t* w,
+                         int64_t out, float* y) const {
+  ops::GemmNtArgs a{x, rows, in, in, nullptr, out, in, y, out};
+  a.w_bf16 = w;
+  ops::linear_group({&a, 1});
+}
+
+// The rotation of ops::RopeTable::apply, per token at its own position.
+void CpuOps::rope(const Stream&, float* x, int64_t tokens, int64_t heads, int64_t width,
+                  int64_t rope_dim, const int32_t* positions, const float* inv_freq,
+                  bool inverse) const {
+  const int64_t half = rope_dim / 2;
+  std::vector<float> cos(static_cast<size_t>(half)), sin(cos.size());
+  for (int64_t t = 0; t < tokens; ++t) {
+    const auto pos = static_cast<float>(positions[t]);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = pos * inv_freq[i];
+      cos[i] = std::cos(angle);
+      sin[i] = inverse ? -std::sin(angle) : std::sin(angle);
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      float* pairs = x + (t * heads + h) * width + (width - rope_dim);
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = pairs[2 * i], b = pairs[2 * i + 1];
+        pairs[2 * i] = a * cos[i] - b * sin[i];
+        pairs[2 * i + 1] = b * cos[i] + a * sin[i];
+      }
+    }
+  }
+}
+
+uint64_t CpuDevice::free_bytes() const {
+  return static_cast<uint64_t>(sysconf(_SC_AVPHYS_PAGES)) *
+         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+DeviceBuffer CpuDevice::allocate(size_t bytes) {
+  constexpr size_t kAlign = 256;  // as cudaMalloc
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded);
+  if (p == nullptr)
+    throw std::runtime_error("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+  return DeviceBuffer(this, p, bytes);
+}
+
+void CpuDevice::copy(void* dst, const void* src, size_t bytes, CopyKind, const Stream&) {
+  std::memcpy(dst, src, bytes);
+}
+
+void CpuDevice::fill(void* dst, int byte, size_t bytes, const Stream&) {
+  std::memset(dst, byte, bytes);
+}
+
+void CpuDevice::release(void* data) noexcept { std::free(data); }
+
+}  // namespace tessera::device

@@ -1,0 +1,53 @@
+// The cpu backend of the device layer: host memory, work runs at once on the calling thread
+// (and the compute threads the ops use), the ops are today's CPU ops (src/ops): the oracle.
+#pragma once
+
+#include "device/device.hpp"
+#include "device/device_ops.hpp"
+
+namespace tessera::device {
+
+class CpuOps final : public DeviceOps {
+ public:
+  void rms_norm(const Stream& stream, float* x, int64_t rows, int64_t width, const float* weight,
+                float eps) const override;
+  void swiglu(const Stream& stream, float* g, const float* u, int64_t count,
+              float limit) const override;
+  void embed_bf16(const Stream& stream, const uint16_t* table, int64_t width, const int32_t* ids,
+                  int64_t rows, int64_t copies, float* out) const override;
+  void linear_bf16(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                   const uint16_t* w, int64_t out, float* y) const override;
+  void linear_fp8(const Stream& stream, const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                  const uint8_t* w_scale, int64_t out, float* y) const override;
+  void linear_fp4(const Stream& stream, const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                  const uint8_t* w_scale, int64_t out, float* y) const override;
+  void route_tokens(const Stream& stream, const ops::MoeRouting& routing, float* scores,
+                    int64_t tokens, int32_t* picked, float* weights, int64_t* bad) const override;
+  void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
+            int64_t rope_dim, const int32_t* positions, const float* inv_freq,
+            bool inverse) const override;
+};
+
+class CpuDevice final : public Device {
+ public:
+  [[nodiscard]] DeviceKind kind() const override { return DeviceKind::kCpu; }
+  [[nodiscard]] std::string describe() const override { return "cpu"; }
+  [[nodiscard]] uint64_t free_bytes() const override;
+  [[nodiscard]] DeviceBuffer allocate(size_t bytes) override;
+  [[nodiscard]] Stream create_stream() override { return Stream(this, nullptr); }
+  [[nodiscard]] Event create_event() override { return Event(this, nullptr); }
+  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, const Stream& stream) override;
+  void fill(void* dst, int byte, size_t bytes, const Stream& stream) override;
+  void synchronize(const Stream&) override {}
+  void record(const Event&, const Stream&) override {}
+  void wait(const Stream&, const Event&) override {}
+  [[nodiscard]] const DeviceOps& ops() const override { return ops_; }
+
+ private:
+  void release(void* data) noexcept override;
+  void destroy_stream(void*) noexcept override {}
+  void destroy_event(void*) noexcept override {}
+  CpuOps ops_;
+};
+
+}  // namespace tessera::device

@@ -1,0 +1,161 @@
+#include "device/cuda_device.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace tessera::device {
+namespace {
+
+std::string message_of(ts_status s) { return s.message != nullptr ? s.message : "(no message)"; }
+
+// Throws "op: message" unless s is TS_OK (the ops' errors, named by the op).
+void check_op(ts_status s, const char* op) {
+  if (s.code != TS_OK) throw std::runtime_error(fmt::format("{}: {}", op, message_of(s)));
+}
+
+}  // namespace
+
+void ModuleOps::rms_norm(const Stream& stream, float* x, int64_t rows, int64_t width,
+                         const float* weight, float eps) const {
+  check_op(api_.rms_norm(ordinal_, stream.handle(), x, rows, width, weight, eps), "rms_norm");
+}
+
+void ModuleOps::swiglu(const Stream& stream, float* g, const float* u, int64_t count,
+                       float limit) const {
+  check_op(api_.swiglu(ordinal_, stream.handle(), g, u, count, limit), "swiglu");
+}
+
+void ModuleOps::embed_bf16(const Stream& stream, const uint16_t* table, int64_t width,
+                           const int32_t* ids, int64_t rows, int64_t copies, float* out) const {
+  check_op(api_.embed_bf16(ordinal_, stream.handle(), table, width, ids, rows, copies, out),
+           "embed_bf16");
+}
+
+void ModuleOps::linear_bf16(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                            const uint16_t* w, int64_t out, float* y) const {
+  check_op(api_.linear_bf16(ordinal_, stream.handle(), x, rows, in, w, out, y), "linear_bf16");
+}
+
+void ModuleOps::linear_fp8(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                           const uint8_t* w, const uint8_t* w_scale, int64_t out, float* y) const {
+  check_op(api_.linear_fp8(ordinal_, stream.handle(), x, rows, in, w, w_scale, out, y),
+           "linear_fp8");
+}
+
+void ModuleOps::linear_fp4(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                           const uint8_t* w, const uint8_t* w_scale, int64_t out, float* y) const {
+  check_op(api_.linear_fp4(ordinal_, stream.handle(), x, rows, in, w, w_scale, out, y),
+           "linear_fp4");
+}
+
+void ModuleOps::route_tokens(const Stream& stream, const ops::MoeRouting& routing, float* scores,
+                             int64_t tokens, int32_t* picked, float* weights, int64_t* bad) const {
+  const int64_t init = tokens;
+  check_op(api_.copy(ordinal_, bad, &init, sizeof init, TS_COPY_HOST_TO_DEVICE, stream.handle()),
+           "moe_routing");
+  check_op(api_.moe_routing(ordinal_, stream.handle(), scores, tokens, routing.experts,
+                            routing.per_token, routing.bias, routing.tid2eid, routing.table_size,
+                            routing.token_ids, routing.scaling, picked, weights, bad),
+           "moe_routing");
+}
+
+void ModuleOps::rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
+                     int64_t rope_dim, const int32_t* positions, const float* inv_freq,
+                     bool inverse) const {
+  check_op(api_.rope(ordinal_, stream.handle(), x, tokens, heads, width, rope_dim, positions,
+                     inv_freq, inverse ? 1 : 0),
+           "rope");
+}
+
+CudaDevice::CudaDevice(const ts_cuda_device_api& api, int32_t ordinal, std::string module_path)
+    : api_(api), ordinal_(ordinal), module_path_(std::move(module_path)), ops_(api, ordinal) {
+  int32_t count = 0;
+  if (const ts_status s = api_.device_count(&count); s.code != TS_OK)
+    throw std::runtime_error(
+        fmt::format("device cuda:{}: {} (module {})", ordinal, message_of(s), module_path_));
+  if (ordinal < 0 || ordinal >= count)
+    throw std::runtime_error(fmt::format("device cuda:{} does not exist: {} reports {} device(s)",
+                                         ordinal, module_path_, count));
+  if (const ts_status s = api_.describe(ordinal, &info_); s.code != TS_OK)
+    throw std::runtime_error(
+        fmt::format("device cuda:{}: cannot describe it: {}", ordinal, message_of(s)));
+}
+
+std::string CudaDevice::describe() const {
+  return fmt::format("cuda:{} {} (sm_{}{}, {:.1f} GiB, {} SMs{})", ordinal_, info_.name,
+                     info_.compute_major, info_.compute_minor,
+                     static_cast<double>(info_.total_bytes) / (1u << 30), info_.multiprocessors,
+                     emulated() ? ", emulated" : "");
+}
+
+uint64_t CudaDevice::free_bytes() const {
+  ts_cuda_device_info now{};
+  return api_.describe(ordinal_, &now).code == TS_OK ? now.free_bytes : 0;
+}
+
+void CudaDevice::check(ts_status s, const char* what) const {
+  if (s.code != TS_OK)
+    throw std::runtime_error(
+        fmt::format("cuda:{} ({}): {}: {}", ordinal_, info_.name, what, message_of(s)));
+}
+
+DeviceBuffer CudaDevice::allocate(size_t bytes) {
+  void* p = nullptr;
+  const ts_status s = api_.allocate(ordinal_, bytes, &p);
+  if (s.code != TS_OK)
+    throw std::runtime_error(
+        fmt::format("cuda:{} ({}): cannot allocate {} bytes ({:.2f} GiB) with {:.2f} GiB free: {}",
+                    ordinal_, info_.name, bytes, static_cast<double>(bytes) / (1u << 30),
+                    static_cast<double>(free_bytes()) / (1u << 30), message_of(s)));
+  return DeviceBuffer(this, p, bytes);
+}
+
+Stream CudaDevice::create_stream() {
+  void* handle = nullptr;
+  check(api_.stream_create(ordinal_, &handle), "stream_create");
+  return Stream(this, handle);
+}
+
+Event CudaDevice::create_event() {
+  void* handle = nullptr;
+  check(api_.event_create(ordinal_, &handle), "event_create");
+  return Event(this, handle);
+}
+
+void CudaDevice::copy(void* dst, const void* src, size_t bytes, CopyKind kind,
+                      const Stream& stream) {
+  const int32_t k = kind == CopyKind::kHostToDevice   ? TS_COPY_HOST_TO_DEVICE
+                    : kind == CopyKind::kDeviceToHost ? TS_COPY_DEVICE_TO_HOST
+                                                      : TS_COPY_DEVICE_TO_DEVICE;
+  check(api_.copy(ordinal_, dst, src, bytes, k, stream.handle()), "copy");
+}
+
+void CudaDevice::fill(void* dst, int byte, size_t bytes, const Stream& stream) {
+  check(api_.fill(ordinal_, dst, byte, bytes, stream.handle()), "fill");
+}
+
+void CudaDevice::synchronize(const Stream& stream) {
+  check(api_.stream_synchronize(ordinal_, stream.handle()), "stream_synchronize");
+}
+
+void CudaDevice::record(const Event& event, const Stream& stream) {
+  check(api_.event_record(ordinal_, event.handle(), stream.handle()), "event_record");
+}
+
+void CudaDevice::wait(const Stream& stream, const Event& event) {
+  check(api_.stream_wait_event(ordinal_, stream.handle(), event.handle()), "stream_wait_event");
+}
+
+void CudaDevice::release(void* data) noexcept { (void)api_.release(ordinal_, data); }
+
+void CudaDevice::destroy_stream(void* handle) noexcept {
+  (void)api_.stream_destroy(ordinal_, handle);
+}
+
+void CudaDevice::destroy_event(void* handle) noexcept {
+  (void)api_.event_destroy(ordinal_, handle);
+}
+
+}  // namespace tessera::device

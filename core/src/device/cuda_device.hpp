@@ -1,0 +1,74 @@
+// The cuda backend of the device layer: one device of a CUDA device module (core/cuda,
+// device_api.h), either the GPU's libtessera_cuda.so or the SIMT emulator's
+// libtessera_cuda_emulated.so; the same code drives both. Every call names the device ordinal.
+#pragma once
+
+#include "device/device.hpp"
+#include "device/device_ops.hpp"
+#include "device_api.h"
+
+namespace tessera::device {
+
+class ModuleOps final : public DeviceOps {
+ public:
+  ModuleOps(const ts_cuda_device_api& api, int32_t ordinal) : api_(api), ordinal_(ordinal) {}
+  void rms_norm(const Stream& stream, float* x, int64_t rows, int64_t width, const float* weight,
+                float eps) const override;
+  void swiglu(const Stream& stream, float* g, const float* u, int64_t count,
+              float limit) const override;
+  void embed_bf16(const Stream& stream, const uint16_t* table, int64_t width, const int32_t* ids,
+                  int64_t rows, int64_t copies, float* out) const override;
+  void linear_bf16(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                   const uint16_t* w, int64_t out, float* y) const override;
+  void linear_fp8(const Stream& stream, const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                  const uint8_t* w_scale, int64_t out, float* y) const override;
+  void linear_fp4(const Stream& stream, const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                  const uint8_t* w_scale, int64_t out, float* y) const override;
+  void route_tokens(const Stream& stream, const ops::MoeRouting& routing, float* scores,
+                    int64_t tokens, int32_t* picked, float* weights, int64_t* bad) const override;
+  void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
+            int64_t rope_dim, const int32_t* positions, const float* inv_freq,
+            bool inverse) const override;
+
+ private:
+  const ts_cuda_device_api& api_;
+  int32_t ordinal_;
+};
+
+class CudaDevice final : public Device {
+ public:
+  // `api` is a loaded module's table (it stays loaded for the life of the process); throws when
+  // the ordinal is not one of its devices, naming the module and what it reported.
+  CudaDevice(const ts_cuda_device_api& api, int32_t ordinal, std::string module_path);
+  ~CudaDevice() override = default;
+
+  [[nodiscard]] DeviceKind kind() const override { return DeviceKind::kCuda; }
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] bool emulated() const override { return api_.emulated != 0; }
+  [[nodiscard]] uint64_t free_bytes() const override;
+  [[nodiscard]] const ts_cuda_device_info& info() const { return info_; }
+  [[nodiscard]] DeviceBuffer allocate(size_t bytes) override;
+  [[nodiscard]] Stream create_stream() override;
+  [[nodiscard]] Event create_event() override;
+  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, const Stream& stream) override;
+  void fill(void* dst, int byte, size_t bytes, const Stream& stream) override;
+  void synchronize(const Stream& stream) override;
+  void record(const Event& event, const Stream& stream) override;
+  void wait(const Stream& stream, const Event& event) override;
+  [[nodiscard]] const DeviceOps& ops() const override { return ops_; }
+
+ private:
+  void release(void* data) noexcept override;
+  void destroy_stream(void* handle) noexcept override;
+  void destroy_event(void* handle) noexcept override;
+  // Throws "cuda:N (name): what: message" unless s is TS_OK.
+  void check(ts_status s, const char* what) const;
+
+  const ts_cuda_device_api& api_;
+  int32_t ordinal_;
+  std::string module_path_;
+  ts_cuda_device_info info_{};
+  ModuleOps ops_;
+};
+
+}  // namespace tessera::device

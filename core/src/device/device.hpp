@@ -1,0 +1,154 @@
+// The device layer (docs/cuda.md, "The device layer"): who owns device memory, streams and
+// events, and the ops every backend implements. A Device is the CPU (host memory, work runs at
+// once), a GPU through the CUDA device module, or the SIMT emulator through the same module's
+// emulated build. Everything the forward allocates for a device goes through here.
+//
+// Ownership and threads: a Device outlives every buffer, stream and event made from it. Buffers,
+// streams and events are move-only RAII handles. One rank's thread uses its device's stream;
+// Device's own functions are thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tessera::device {
+
+class DeviceOps;
+
+enum class DeviceKind { kCpu, kCuda };
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+
+class Device;
+
+// Device memory (host memory on the CPU device), released by its device.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Device* owner, void* data, size_t bytes)
+      : owner_(owner), data_(data), bytes_(bytes) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept { swap(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    DeviceBuffer(std::move(o)).swap(*this);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  [[nodiscard]] void* data() const { return data_; }
+  template <class T>
+  [[nodiscard]] T* as() const {
+    return static_cast<T*>(data_);
+  }
+  [[nodiscard]] size_t bytes() const { return bytes_; }
+
+ private:
+  void swap(DeviceBuffer& o) noexcept {
+    std::swap(owner_, o.owner_);
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+  }
+  Device* owner_ = nullptr;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// An in-order queue of device work (a CUDA stream; on the CPU device work runs at once).
+class Stream {
+ public:
+  Stream() = default;
+  Stream(Device* owner, void* handle) : owner_(owner), handle_(handle) {}
+  Stream(Stream&& o) noexcept { swap(o); }
+  Stream& operator=(Stream&& o) noexcept {
+    Stream(std::move(o)).swap(*this);
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+
+  [[nodiscard]] void* handle() const { return handle_; }  // cudaStream_t, or null on the CPU
+
+ private:
+  void swap(Stream& o) noexcept {
+    std::swap(owner_, o.owner_);
+    std::swap(handle_, o.handle_);
+  }
+  Device* owner_ = nullptr;
+  void* handle_ = nullptr;
+};
+
+// A mark in a stream that other streams (or the host) can wait for.
+class Event {
+ public:
+  Event() = default;
+  Event(Device* owner, void* handle) : owner_(owner), handle_(handle) {}
+  Event(Event&& o) noexcept { swap(o); }
+  Event& operator=(Event&& o) noexcept {
+    Event(std::move(o)).swap(*this);
+    return *this;
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();
+
+  [[nodiscard]] void* handle() const { return handle_; }
+
+ private:
+  void swap(Event& o) noexcept {
+    std::swap(owner_, o.owner_);
+    std::swap(handle_, o.handle_);
+  }
+  Device* owner_ = nullptr;
+  void* handle_ = nullptr;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  [[nodiscard]] virtual DeviceKind kind() const = 0;
+  // "cpu", "cuda:0 NVIDIA H200 (sm_90, 139.8 GiB, 132 SMs)", "cuda:0 Tessera SIMT emulator ..."
+  [[nodiscard]] virtual std::string describe() const = 0;
+  [[nodiscard]] virtual bool emulated() const { return false; }
+  [[nodiscard]] virtual uint64_t free_bytes() const = 0;
+
+  // Throws std::runtime_error naming the device and the size when it cannot.
+  [[nodiscard]] virtual DeviceBuffer allocate(size_t bytes) = 0;
+  [[nodiscard]] virtual Stream create_stream() = 0;
+  [[nodiscard]] virtual Event create_event() = 0;
+
+  // Ordered on `stream`. A host-to-device copy reads the host bytes before it returns; a
+  // device-to-host copy has written them only once the stream is synchronised.
+  virtual void copy(void* dst, const void* src, size_t bytes, CopyKind kind,
+                    const Stream& stream) = 0;
+  virtual void fill(void* dst, int byte, size_t bytes, const Stream& stream) = 0;
+  // Waits for the stream's work; throws with the device's message when some of it failed.
+  virtual void synchronize(const Stream& stream) = 0;
+  virtual void record(const Event& event, const Stream& stream) = 0;
+  virtual void wait(const Stream& stream, const Event& event) = 0;  // no host wait
+
+  [[nodiscard]] virtual const DeviceOps& ops() const = 0;
+
+ protected:
+  friend class DeviceBuffer;
+  friend class Stream;
+  friend class Event;
+  virtual void release(void* data) noexcept = 0;
+  virtual void destroy_stream(void* handle) noexcept = 0;
+  virtual void destroy_event(void* handle) noexcept = 0;
+};
+
+inline DeviceBuffer::~DeviceBuffer() {
+  if (owner_ != nullptr && data_ != nullptr) owner_->release(data_);
+}
+inline Stream::~Stream() {
+  if (owner_ != nullptr) owner_->destroy_stream(handle_);
+}
+inline Event::~Event() {
+  if (owner_ != nullptr) owner_->destroy_event(handle_);
+}
+
+}  // namespace tessera::device

@@ -1,0 +1,57 @@
+// The ops of the forward, one implementation per backend (ggml's backends; the cpu one is the
+// oracle every other is tested against in tests/device/device_ops_test.cpp). Pointers are memory
+// of the op's device; work is ordered on `stream`. Shapes follow each op; every value is fp32
+// unless named otherwise. Tolerances against the cpu backend are stated in docs/cuda.md.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/moe_routing.hpp"
+
+namespace tessera::device {
+
+class Stream;
+
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+
+  // x[rows, width] = weight[width] * x * rsqrt(mean(x^2) + eps), in place (weight null: none).
+  virtual void rms_norm(const Stream& stream, float* x, int64_t rows, int64_t width,
+                        const float* weight, float eps) const = 0;
+  // g[i] = silu(min(g[i], limit)) * clamp(u[i], -limit, limit), i < count (limit 0: no clamp).
+  virtual void swiglu(const Stream& stream, float* g, const float* u, int64_t count,
+                      float limit) const = 0;
+  // out[t, c, :] = widen(table[ids[t], :]) for c < copies; table [vocab, width] bf16.
+  virtual void embed_bf16(const Stream& stream, const uint16_t* table, int64_t width,
+                          const int32_t* ids, int64_t rows, int64_t copies, float* out) const = 0;
+  // y[rows, out] = x[rows, in] . W^T; W [out, in] bf16.
+  virtual void linear_bf16(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                           const uint16_t* w, int64_t out, float* y) const = 0;
+  // y[rows, out] = x . W^T as DeepSeek-V4's FP8 layers (W8A8): W [out, in] e4m3 with w_scale
+  // [ceil(out/128), ceil(in/128)] UE8M0; x quantised to e4m3 per 1x128 block with a power-of-two
+  // scale (core/cuda/kernels/number_formats.cuh); fp32 sums per block, scaled by both scales.
+  virtual void linear_fp8(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                          const uint8_t* w, const uint8_t* w_scale, int64_t out,
+                          float* y) const = 0;
+  // The same activations against W [out, in / 2] packed e2m1 (low nibble first) with w_scale
+  // [out, in / 32] UE8M0 (the routed experts); in % 32 == 0.
+  virtual void linear_fp4(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                          const uint8_t* w, const uint8_t* w_scale, int64_t out,
+                          float* y) const = 0;
+  // The MoE router (ops/moe_routing.hpp): scores [tokens, E] router logits, replaced by
+  // sqrt(softplus); picked and weights [tokens, K]. routing's pointers are memory of this device.
+  // *bad (device memory) receives the lowest token whose routing failed, or `tokens`: read it
+  // after the stream is synchronised.
+  virtual void route_tokens(const Stream& stream, const ops::MoeRouting& routing, float* scores,
+                            int64_t tokens, int32_t* picked, float* weights,
+                            int64_t* bad) const = 0;
+  // Rotates the trailing rope_dim channels of x[tokens, heads, width] by positions[t] *
+  // inv_freq[i] (interleaved pairs; inverse: the opposite angle). positions [tokens] int32,
+  // inv_freq [rope_dim / 2].
+  virtual void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
+                    int64_t rope_dim, const int32_t* positions, const float* inv_freq,
+                    bool inverse) const = 0;
+};
+
+}  // namespace tessera::device

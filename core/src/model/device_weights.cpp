@@ -1,0 +1,86 @@
+#include "model/device_weights.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "model/checkpoint_check.hpp"
+#include "model/dsv4_tensor_names.hpp"
+#include "model/dsv4_weight_plan.hpp"
+#include "util/check.hpp"
+#include "weights/checkpoint.hpp"
+#include "weights/load_progress.hpp"
+
+namespace tessera::dsv4 {
+namespace {
+
+// The stored bytes of `t` copied into new memory of `device`; the copy has read them when it
+// returns (device.hpp), so the mmap'd pages may be dropped at once.
+device::DeviceBuffer place(device::Device& device, const device::Stream& stream,
+                           std::span<const std::byte> bytes) {
+  device::DeviceBuffer b = device.allocate(bytes.size());
+  device.copy(b.data(), bytes.data(), bytes.size(), device::CopyKind::kHostToDevice, stream);
+  return b;
+}
+
+}  // namespace
+
+DeviceModelWeights upload_model_weights(device::Device& device, const device::Stream& stream,
+                                        const std::filesystem::path& model_dir,
+                                        const ModelConfig& config) {
+  const auto start = std::chrono::steady_clock::now();
+  const weights::Checkpoint ckpt = weights::Checkpoint::open(model_dir);
+  const std::map<std::string, StoredTensor> catalog = build_tensor_catalog(ckpt);
+  ModelWeights shapes;  // only shaped by the plan: the specs point into it, nothing is loaded
+  const std::vector<TensorSpec> specs = plan_model_tensors(config, shapes);
+  const CheckedCheckpoint checked = check_checkpoint(catalog, specs, model_dir);
+
+  uint64_t stored_bytes = 0;
+  for (const LoadJob& job : checked.jobs) stored_bytes += job_bytes(job);
+  weights::LoadProgress progress("placing weights on " + device.describe(), stored_bytes);
+  DeviceModelWeights out;
+  uint64_t done = 0;
+  try {
+    for (const LoadJob& job : checked.jobs) {
+      const StoredTensor& w = *job.weight;
+      DeviceTensor t;
+      if (job.decode == Decode::Table) {
+        const std::vector<int32_t> table = decode_token_table(*job.spec, w);
+        t.dtype = weights::DType::I32;
+        t.shape = job.spec->shape;
+        t.data = place(device, stream,
+                       std::as_bytes(std::span<const int32_t>(table.data(), table.size())));
+        device.synchronize(stream);  // `table` dies here
+      } else {
+        t.dtype = w.dtype;
+        t.shape = w.shape;
+        t.data = place(device, stream, w.bytes);
+      }
+      if (job.scale != nullptr) {
+        t.scale_dtype = job.scale->dtype;
+        t.scale_shape = job.scale->shape;
+        t.scale = place(device, stream, job.scale->bytes);
+      }
+      out.bytes += t.data.bytes() + t.scale.bytes();
+      out.tensors.emplace(job.spec->name, std::move(t));
+      done += job_bytes(job);
+      progress.update(done);
+    }
+    device.synchronize(stream);
+  } catch (...) {
+    progress.abandon();
+    throw;
+  }
+  progress.finish();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  spdlog::info(
+      "placed {} tensors from {} on {}: {:.1f} MiB of device memory [{}] in {:.2f} s "
+      "({:.2f} GiB/s)",
+      out.tensors.size(), model_dir.string(), device.describe(),
+      static_cast<double>(out.bytes) / (1 << 20), dtype_summary(checked.jobs), seconds,
+      seconds > 0 ? static_cast<double>(stored_bytes) / (1 << 30) / seconds : 0.0);
+  return out;
+}
+
+}  // namespace tessera::dsv4

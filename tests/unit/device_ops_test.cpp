@@ -1,0 +1,508 @@
+// The device layer's ops on every backend this build has, against the cpu backend (the oracle),
+// as ggml's test-backend-ops does: small random shapes and DeepSeek-V4-Flash widths. Backends:
+// the emulated CUDA device (the kernels of core/cuda on the SIMT emulator, always) and a real GPU
+// when the native module finds one. A failure prints the op, the shape and the worst element.
+//
+// Tolerances (fp32 everywhere; the difference is the order of the sums):
+//   rms_norm  |d| <= 2e-6 |ref| + 1e-6          sums of squares in another order
+//   swiglu    |d| <= 4e-6 |ref| + 1e-7          expf against glibc's vector exp (1 ulp each)
+//   embed     exact                             a bf16 value widens exactly
+//   linear    |d| <= 2e-5 sum_i |x_i w_i| + 1e-7   sums over `in` in another order
+//   rope      |d| <= 2e-5 |x| + 2e-6            cosf / sinf of the same fp32 angle (few ulp)
+//   routing   experts equal; weights |d| <= 2e-6 |ref|   log1pf / expf of the same logits
+//   fp8, fp4  |d| <= 2e-5 sum |q_i s w_i| + 1e-7   the same quantised activations on both sides
+//             (number_formats.cuh is one source), sums in another order
+#include "device/device_ops.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device/cpu_device.hpp"
+#include "device/open_device.hpp"
+#include "kernels/number_formats.cuh"
+#include "weights/numeric_formats.hpp"
+
+namespace tessera::device {
+namespace {
+
+struct Backend {
+  std::string name;
+  std::unique_ptr<Device> device;
+};
+
+// The backends to check: emulated always; native where a GPU is present.
+std::vector<Backend>& backends() {
+  static std::vector<Backend> list = [] {
+    std::vector<Backend> out;
+    out.push_back({"emulated", open_device({"cuda", 0, "emulated"})});
+    try {
+      out.push_back({"cuda", open_device({"cuda", 0, "native"})});
+    } catch (const std::exception& e) {
+      std::printf("[ info ] no GPU backend: %s\n", e.what());
+    }
+    return out;
+  }();
+  return list;
+}
+
+CpuDevice& cpu() {
+  static CpuDevice device;
+  return device;
+}
+
+uint16_t to_bf16(float v) {  // round to nearest even (finite)
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<uint16_t> random_bf16(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::vector<uint16_t> out(n);
+  const std::vector<float> f = random_floats(n, seed, scale);
+  for (size_t i = 0; i < n; ++i) out[i] = to_bf16(f[i]);
+  return out;
+}
+
+// A host vector's copy in `device`'s memory, and back.
+template <class T>
+DeviceBuffer upload(Device& device, const Stream& stream, const std::vector<T>& host) {
+  DeviceBuffer b = device.allocate(host.size() * sizeof(T));
+  device.copy(b.data(), host.data(), host.size() * sizeof(T), CopyKind::kHostToDevice, stream);
+  return b;
+}
+
+template <class T>
+std::vector<T> download(Device& device, const Stream& stream, const DeviceBuffer& b, size_t n) {
+  std::vector<T> host(n);
+  device.copy(host.data(), b.data(), n * sizeof(T), CopyKind::kDeviceToHost, stream);
+  device.synchronize(stream);
+  return host;
+}
+
+// Fails with the worst element when |got - want| > bound(i) anywhere.
+void expect_close(const std::string& what, const std::vector<float>& got,
+                  const std::vector<float>& want, const std::function<double(size_t)>& bound) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t worst = 0, bad = 0;
+  double worst_excess = -1;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+    const double excess = d - bound(i);
+    if (!(excess <= 0)) ++bad;  // NaN counts as bad
+    if (!(excess <= worst_excess)) {
+      worst_excess = excess;
+      worst = i;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size()
+                     << " elements out of tolerance; worst at " << worst << ": got " << got[worst]
+                     << ", cpu " << want[worst] << ", bound " << bound(worst);
+}
+
+class BackendOps : public ::testing::TestWithParam<size_t> {
+ protected:
+  Backend& backend() { return backends().at(GetParam()); }
+};
+
+void check_rms_norm(Device& dev, int64_t rows, int64_t width, bool weighted, uint32_t seed) {
+  const Stream s = dev.create_stream();
+  const Stream cs = cpu().create_stream();
+  std::vector<float> x = random_floats(static_cast<size_t>(rows * width), seed, 3.0f);
+  std::vector<float> w = random_floats(static_cast<size_t>(width), seed + 1);
+  DeviceBuffer dx = upload(dev, s, x), dw = upload(dev, s, w);
+  dev.ops().rms_norm(s, dx.as<float>(), rows, width, weighted ? dw.as<float>() : nullptr, 1e-6f);
+  const std::vector<float> got = download<float>(dev, s, dx, x.size());
+  cpu().ops().rms_norm(cs, x.data(), rows, width, weighted ? w.data() : nullptr, 1e-6f);
+  expect_close("rms_norm " + std::to_string(rows) + "x" + std::to_string(width), got, x,
+               [&](size_t i) { return 2e-6 * std::fabs(x[i]) + 1e-6; });
+}
+
+TEST_P(BackendOps, RmsNorm) {
+  Device& dev = *backend().device;
+  check_rms_norm(dev, 3, 40, true, 1);
+  check_rms_norm(dev, 5, 257, false, 2);
+  check_rms_norm(dev, 2, 4096, true, 3);    // Flash hidden
+  check_rms_norm(dev, 4, 16384, false, 4);  // Flash mHC rows: 4 streams x 4096
+}
+
+TEST_P(BackendOps, Swiglu) {
+  Device& dev = *backend().device;
+  const Stream s = dev.create_stream();
+  for (const float limit : {0.0f, 7.0f}) {
+    for (const int64_t n : {int64_t{33}, int64_t{2 * 2048 + 5}}) {  // Flash expert width 2048
+      std::vector<float> g = random_floats(static_cast<size_t>(n), 10 + n, 5.0f);
+      const std::vector<float> u = random_floats(static_cast<size_t>(n), 11 + n, 5.0f);
+      DeviceBuffer dg = upload(dev, s, g), du = upload(dev, s, u);
+      dev.ops().swiglu(s, dg.as<float>(), du.as<float>(), n, limit);
+      const std::vector<float> got = download<float>(dev, s, dg, g.size());
+      cpu().ops().swiglu(cpu().create_stream(), g.data(), u.data(), n, limit);
+      expect_close("swiglu n=" + std::to_string(n) + " limit=" + std::to_string(limit), got, g,
+                   [&](size_t i) { return 4e-6 * std::fabs(g[i]) + 1e-7; });
+    }
+  }
+}
+
+TEST_P(BackendOps, EmbedBf16) {
+  Device& dev = *backend().device;
+  const Stream s = dev.create_stream();
+  const int64_t vocab = 97, width = 4096, rows = 5, copies = 4;  // Flash: hidden 4096, hc 4
+  const std::vector<uint16_t> table = random_bf16(static_cast<size_t>(vocab * width), 20);
+  const std::vector<int32_t> ids = {0, 96, 5, 5, 42};
+  DeviceBuffer dt = upload(dev, s, table), di = upload(dev, s, ids);
+  DeviceBuffer dout = dev.allocate(static_cast<size_t>(rows * copies * width) * sizeof(float));
+  dev.ops().embed_bf16(s, dt.as<uint16_t>(), width, di.as<int32_t>(), rows, copies,
+                       dout.as<float>());
+  const std::vector<float> got =
+      download<float>(dev, s, dout, static_cast<size_t>(rows * copies * width));
+  std::vector<float> want(got.size());
+  cpu().ops().embed_bf16(cpu().create_stream(), table.data(), width, ids.data(), rows, copies,
+                         want.data());
+  expect_close("embed_bf16", got, want, [](size_t) { return 0.0; });
+}
+
+void check_linear(Device& dev, int64_t rows, int64_t in, int64_t out, uint32_t seed) {
+  const Stream s = dev.create_stream();
+  const std::vector<float> x = random_floats(static_cast<size_t>(rows * in), seed);
+  const std::vector<uint16_t> w =
+      random_bf16(static_cast<size_t>(out * in), seed + 1, 1.0f / std::sqrt(float(in)));
+  DeviceBuffer dx = upload(dev, s, x), dw = upload(dev, s, w);
+  DeviceBuffer dy = dev.allocate(static_cast<size_t>(rows * out) * sizeof(float));
+  dev.ops().linear_bf16(s, dx.as<float>(), rows, in, dw.as<uint16_t>(), out, dy.as<float>());
+  const std::vector<float> got = download<float>(dev, s, dy, static_cast<size_t>(rows * out));
+  std::vector<float> want(got.size());
+  cpu().ops().linear_bf16(cpu().create_stream(), x.data(), rows, in, w.data(), out, want.data());
+  std::vector<double> magnitude(got.size(), 0.0);  // sum_i |x_i w_i| of each output
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i) {
+        uint32_t bits = static_cast<uint32_t>(w[o * in + i]) << 16;
+        float wv;
+        std::memcpy(&wv, &bits, 4);
+        magnitude[r * out + o] += std::fabs(double(x[r * in + i]) * wv);
+      }
+  expect_close("linear_bf16 " + std::to_string(rows) + "x" + std::to_string(in) + " -> " +
+                   std::to_string(out),
+               got, want, [&](size_t i) { return 2e-5 * magnitude[i] + 1e-7; });
+}
+
+TEST_P(BackendOps, LinearBf16) {
+  Device& dev = *backend().device;
+  check_linear(dev, 1, 40, 9, 30);
+  check_linear(dev, 7, 129, 33, 31);     // rows beyond one pass, odd widths
+  check_linear(dev, 2, 4096, 1024, 32);  // Flash wq_a: hidden 4096 -> q LoRA 1024
+}
+
+void check_rope(Device& dev, int64_t tokens, int64_t heads, int64_t width, int64_t rope_dim,
+                bool inverse, uint32_t seed) {
+  const Stream s = dev.create_stream();
+  std::vector<float> x = random_floats(static_cast<size_t>(tokens * heads * width), seed);
+  const std::vector<float> x0 = x;
+  std::vector<int32_t> positions(static_cast<size_t>(tokens));
+  for (int64_t t = 0; t < tokens; ++t) positions[t] = static_cast<int32_t>(t * 977 + 3);
+  std::vector<float> inv_freq(static_cast<size_t>(rope_dim / 2));
+  for (size_t i = 0; i < inv_freq.size(); ++i)
+    inv_freq[i] = 1.0f / std::pow(10000.0f, 2.0f * float(i) / float(rope_dim));
+  DeviceBuffer dx = upload(dev, s, x), dp = upload(dev, s, positions),
+               df = upload(dev, s, inv_freq);
+  dev.ops().rope(s, dx.as<float>(), tokens, heads, width, rope_dim, dp.as<int32_t>(),
+                 df.as<float>(), inverse);
+  const std::vector<float> got = download<float>(dev, s, dx, x.size());
+  cpu().ops().rope(cpu().create_stream(), x.data(), tokens, heads, width, rope_dim,
+                   positions.data(), inv_freq.data(), inverse);
+  expect_close("rope " + std::to_string(heads) + "x" + std::to_string(width), got, x,
+               [&](size_t i) { return 2e-5 * std::fabs(x0[i]) + 2e-6; });
+}
+
+TEST_P(BackendOps, Rope) {
+  Device& dev = *backend().device;
+  check_rope(dev, 3, 2, 16, 8, false, 40);
+  check_rope(dev, 3, 64, 512, 64, false, 41);  // Flash: 64 heads x 512, rope 64
+  check_rope(dev, 2, 64, 512, 64, true, 42);   // the inverse on the attention output
+}
+
+// Random FP8 weights of a Flash-like layer: e4m3 codes of N(0, 1/sqrt(in)) values and UE8M0 block
+// scales near 2^-3 .. 2^0 (NaN codes avoided), as a checkpoint stores them.
+std::vector<uint8_t> random_e4m3(size_t n, uint32_t seed, float scale) {
+  std::vector<uint8_t> out(n);
+  const std::vector<float> f = random_floats(n, seed, scale);
+  for (size_t i = 0; i < n; ++i) out[i] = formats::float_to_e4m3(f[i]);
+  return out;
+}
+
+std::vector<uint8_t> random_scales(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> out(n);
+  for (uint8_t& e : out) e = static_cast<uint8_t>(124 + rng() % 4);  // 2^-3 .. 2^0
+  return out;
+}
+
+// Runs the op on `dev` and on the cpu; compares with the tolerance of the header, and the cpu's
+// result with the unquantised product x . dequant(W)^T within e4m3's rounding of x (2^-4 of each
+// |x_i w_i|): a wrong scale or a wrong block would fail that.
+void check_quantised(Device& dev, bool fp4, int64_t rows, int64_t in, int64_t out, uint32_t seed) {
+  const Stream s = dev.create_stream();
+  const std::vector<float> x = random_floats(static_cast<size_t>(rows * in), seed, 2.0f);
+  std::vector<uint8_t> w, scales;
+  std::vector<float> dequant(static_cast<size_t>(out * in));
+  if (!fp4) {
+    w = random_e4m3(static_cast<size_t>(out * in), seed + 1, 4.0f / std::sqrt(float(in)));
+    const int64_t blocks = (in + 127) / 128;
+    scales = random_scales(static_cast<size_t>((out + 127) / 128 * blocks), seed + 2);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i)
+        dequant[o * in + i] = weights::fp8_e4m3_to_f32(w[o * in + i]) *
+                              weights::ue8m0_to_f32(scales[o / 128 * blocks + i / 128]);
+  } else {
+    std::mt19937 rng(seed + 1);
+    w.resize(static_cast<size_t>(out * in / 2));
+    for (uint8_t& b : w) b = static_cast<uint8_t>(rng());
+    scales = random_scales(static_cast<size_t>(out * in / 32), seed + 2);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i) {
+        const uint8_t pair = w[o * (in / 2) + i / 2];
+        dequant[o * in + i] = weights::fp4_e2m1_to_f32(i % 2 ? pair >> 4 : pair & 0xF) *
+                              weights::ue8m0_to_f32(scales[o * (in / 32) + i / 32]);
+      }
+  }
+  DeviceBuffer dx = upload(dev, s, x), dw = upload(dev, s, w), ds = upload(dev, s, scales);
+  DeviceBuffer dy = dev.allocate(static_cast<size_t>(rows * out) * sizeof(float));
+  const auto product = fp4 ? &DeviceOps::linear_fp4 : &DeviceOps::linear_fp8;
+  (dev.ops().*product)(s, dx.as<float>(), rows, in, dw.as<uint8_t>(), ds.as<uint8_t>(), out,
+                       dy.as<float>());
+  const std::vector<float> got = download<float>(dev, s, dy, static_cast<size_t>(rows * out));
+  std::vector<float> want(got.size()), exact(got.size());
+  std::vector<double> magnitude(got.size(), 0.0);
+  (cpu().ops().*product)(cpu().create_stream(), x.data(), rows, in, w.data(), scales.data(), out,
+                         want.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = 0;
+      for (int64_t i = 0; i < in; ++i) {
+        sum += double(x[r * in + i]) * dequant[o * in + i];
+        magnitude[r * out + o] += std::fabs(double(x[r * in + i]) * dequant[o * in + i]);
+      }
+      exact[r * out + o] = static_cast<float>(sum);
+    }
+  const std::string what = std::string(fp4 ? "linear_fp4 " : "linear_fp8 ") + std::to_string(rows) +
+                           "x" + std::to_string(in) + " -> " + std::to_string(out);
+  // |q s - x| <= 2^-4 |x| for normal e4m3 values, plus the subnormal step of small ones.
+  expect_close(what + " (cpu against the unquantised product)", want, exact,
+               [&](size_t i) { return 0.0625 * magnitude[i] + 1e-3; });
+  expect_close(what, got, want, [&](size_t i) { return 2.5e-5 * magnitude[i] + 1e-6; });
+}
+
+TEST_P(BackendOps, LinearFp8) {
+  Device& dev = *backend().device;
+  check_quantised(dev, false, 1, 128, 8, 50);
+  check_quantised(dev, false, 5, 300, 130, 51);   // partial blocks on both axes
+  check_quantised(dev, false, 2, 4096, 512, 52);  // Flash wkv: hidden 4096 -> 512
+}
+
+TEST_P(BackendOps, LinearFp4) {
+  Device& dev = *backend().device;
+  check_quantised(dev, true, 1, 64, 8, 60);
+  check_quantised(dev, true, 3, 4096, 64, 61);   // Flash expert w1: 4096 -> (2048, fewer here)
+  check_quantised(dev, true, 2, 2048, 128, 62);  // Flash expert w2: 2048 -> (4096, fewer here)
+}
+
+// Flash's router: 256 experts, top 6, learned (with the correction bias) and hashed layers;
+// a token id outside tid2eid is reported as the lowest bad token; with `ties` (no bias) one
+// token's logits are all equal, so its experts are the lowest six.
+void check_routing(Device& dev, bool hashed, bool bad_id, bool ties = false) {
+  const Stream s = dev.create_stream();
+  const int64_t E = 256, K = 6, tokens = 5, vocab = 11;
+  std::vector<float> logits = random_floats(static_cast<size_t>(tokens * E), 70, 3.0f);
+  std::vector<float> bias = random_floats(static_cast<size_t>(E), 71, 0.1f);
+  if (ties) {
+    std::fill(logits.begin() + E, logits.begin() + 2 * E, 0.5f);
+    std::fill(bias.begin(), bias.end(), 0.0f);
+  }
+  std::vector<int32_t> table(static_cast<size_t>(vocab * K));
+  std::mt19937 rng(72);
+  for (int32_t& e : table) e = static_cast<int32_t>(rng() % E);
+  std::vector<int32_t> ids = {3, 0, 10, 7, 3};
+  if (bad_id) ids[2] = static_cast<int32_t>(vocab);
+  DeviceBuffer dl = upload(dev, s, logits), db = upload(dev, s, bias), dt = upload(dev, s, table),
+               di = upload(dev, s, ids);
+  DeviceBuffer dp = dev.allocate(static_cast<size_t>(tokens * K) * 4),
+               dw = dev.allocate(static_cast<size_t>(tokens * K) * 4), dbad = dev.allocate(8);
+  ops::MoeRouting on_device{E, K, db.as<float>()};
+  ops::MoeRouting on_cpu{E, K, bias.data()};
+  if (hashed) {
+    on_device.tid2eid = dt.as<int32_t>();
+    on_cpu.tid2eid = table.data();
+    on_device.table_size = on_cpu.table_size = vocab * K;
+    on_device.token_ids = di.as<int32_t>();
+    on_cpu.token_ids = ids.data();
+  }
+  on_device.scaling = on_cpu.scaling = 1.5;
+  dev.ops().route_tokens(s, on_device, dl.as<float>(), tokens, dp.as<int32_t>(), dw.as<float>(),
+                         dbad.as<int64_t>());
+  const std::vector<int32_t> picked =
+      download<int32_t>(dev, s, dp, static_cast<size_t>(tokens * K));
+  const std::vector<float> weights = download<float>(dev, s, dw, static_cast<size_t>(tokens * K));
+  const std::vector<int64_t> bad = download<int64_t>(dev, s, dbad, 1);
+  std::vector<int32_t> want_picked(picked.size());
+  std::vector<float> want_weights(weights.size());
+  int64_t want_bad = -1;
+  cpu().ops().route_tokens(cpu().create_stream(), on_cpu, logits.data(), tokens, want_picked.data(),
+                           want_weights.data(), &want_bad);
+  const std::string what = std::string(hashed ? "hash" : "learned") + " routing";
+  ASSERT_EQ(bad[0], want_bad) << what;
+  EXPECT_EQ(want_bad, bad_id ? 2 : tokens) << what;
+  if (ties)
+    for (int64_t k = 0; k < K; ++k)
+      EXPECT_EQ(want_picked[K + k], k) << "ties go to the lower expert";
+  for (int64_t t = 0; t < tokens; ++t) {
+    if (t == want_bad) continue;  // unspecified
+    for (int64_t k = 0; k < K; ++k) {
+      EXPECT_EQ(picked[t * K + k], want_picked[t * K + k]) << what << " token " << t << " k " << k;
+      EXPECT_NEAR(weights[t * K + k], want_weights[t * K + k], 2e-6 * want_weights[t * K + k])
+          << what << " token " << t << " k " << k;
+    }
+  }
+}
+
+TEST_P(BackendOps, MoeRouting) {
+  Device& dev = *backend().device;
+  check_routing(dev, false, false);
+  check_routing(dev, true, false);
+  check_routing(dev, true, true);
+  check_routing(dev, false, false, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendOps, ::testing::Range<size_t>(0, backends().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return backends().at(info.param).name;
+                         });
+
+// The emulated stream runs its work only when waited for: a device-to-host copy that was never
+// synchronised has not written the host buffer (a missing sync is caught, not hidden).
+TEST(DeviceStreams, EmulatedWorkRunsAtSynchronisation) {
+  Device& dev = *backends().at(0).device;
+  ASSERT_TRUE(dev.emulated());
+  const Stream s = dev.create_stream();
+  const std::vector<int32_t> values = {1, 2, 3, 4};
+  DeviceBuffer d = upload(dev, s, values);
+  std::vector<int32_t> host(4, -1);
+  dev.copy(host.data(), d.data(), 16, CopyKind::kDeviceToHost, s);
+  EXPECT_EQ(host, std::vector<int32_t>(4, -1)) << "the copy ran before the stream was waited for";
+  dev.synchronize(s);
+  EXPECT_EQ(host, values);
+}
+
+// An event orders two streams without a host wait: b's copy runs after a's upload.
+TEST(DeviceStreams, EventOrdersStreams) {
+  Device& dev = *backends().at(0).device;
+  const Stream a = dev.create_stream(), b = dev.create_stream();
+  const Event done = dev.create_event();
+  DeviceBuffer d = dev.allocate(16);
+  dev.fill(d.data(), 0, 16, a);
+  const std::vector<int32_t> values = {5, 6, 7, 8};
+  dev.copy(d.data(), values.data(), 16, CopyKind::kHostToDevice, a);
+  dev.record(done, a);
+  dev.wait(b, done);
+  std::vector<int32_t> host(4, -1);
+  dev.copy(host.data(), d.data(), 16, CopyKind::kDeviceToHost, b);
+  dev.synchronize(b);  // only b: a runs up to the event because b waits on it
+  EXPECT_EQ(host, values);
+}
+
+// An op refuses arguments its kernel cannot take, naming the op and the value.
+TEST(DeviceStreams, BadArgumentsAreRefusedNamingTheOp) {
+  Device& dev = *backends().at(0).device;
+  const Stream s = dev.create_stream();
+  DeviceBuffer x = dev.allocate(64 * sizeof(float));
+  try {
+    dev.ops().rope(s, x.as<float>(), 1, 1, 8, 9, nullptr, nullptr, false);
+    FAIL() << "an odd rope_dim was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("rope"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rope_dim 9"), std::string::npos) << e.what();
+  }
+}
+
+// The one e4m3 encoder the cpu oracle and the kernels share: every finite code round-trips, and
+// every float encodes to a nearest code (ties to the even code), saturating at +-448.
+TEST(NumberFormats, E4m3EncodesToTheNearestCode) {
+  for (int c = 0; c < 256; ++c) {
+    if ((c & 0x7F) == 0x7F) continue;  // NaN
+    const float v = weights::fp8_e4m3_to_f32(static_cast<uint8_t>(c));
+    EXPECT_EQ(formats::e4m3_to_float(static_cast<uint8_t>(c)), v) << "code " << c;
+    const uint8_t back = formats::float_to_e4m3(v);
+    EXPECT_TRUE(back == c || (v == 0.0f && (back & 0x7F) == 0))
+        << "code " << c << " -> " << int(back);
+  }
+  std::vector<float> codes;
+  for (int c = 0; c < 0x7F; ++c) codes.push_back(weights::fp8_e4m3_to_f32(static_cast<uint8_t>(c)));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> log2_magnitude(-12.0f, 9.5f);
+  for (int n = 0; n < 200000; ++n) {
+    const float v = std::exp2(log2_magnitude(rng));
+    const float got = weights::fp8_e4m3_to_f32(formats::float_to_e4m3(v));
+    float best = codes[0];
+    for (float c : codes)
+      if (std::fabs(c - v) < std::fabs(best - v)) best = c;
+    if (v >= 448.0f) best = 448.0f;
+    ASSERT_EQ(std::fabs(got - v), std::fabs(best - v)) << "v = " << v << " gave " << got;
+    ASSERT_EQ(weights::fp8_e4m3_to_f32(formats::float_to_e4m3(-v)), -got);
+  }
+  EXPECT_EQ(formats::float_to_e4m3(1.0625f), 0x38);  // tie between 1 and 1.125: even (1.0)
+  EXPECT_EQ(formats::float_to_e4m3(1.1875f), 0x3A);  // tie between 1.125 and 1.25: even (1.25)
+  EXPECT_EQ(formats::e4m3_block_scale(448.0f), 1.0f);
+  EXPECT_EQ(formats::e4m3_block_scale(449.0f), 2.0f);
+  EXPECT_EQ(formats::e4m3_block_scale(0.0f), std::exp2(std::ceil(std::log2(1e-4f / 448.0f))));
+  for (int e = 1; e < 255; ++e)
+    EXPECT_EQ(formats::ue8m0_to_float(static_cast<uint8_t>(e)),
+              weights::ue8m0_to_f32(static_cast<uint8_t>(e)));
+  for (int n = 0; n < 16; ++n)
+    EXPECT_EQ(formats::e2m1_to_float(static_cast<uint8_t>(n)),
+              weights::fp4_e2m1_to_f32(static_cast<uint8_t>(n)));
+}
+
+TEST(OpenDevice, RefusalsNameTheDeviceAndWhatWasFound) {
+  try {
+    (void)open_device({"tpu", 0, "native"});
+    FAIL() << "an unknown device type was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"tpu\""), std::string::npos) << e.what();
+  }
+  try {
+    (void)open_device({"cuda", 0, "/nonexistent/libtessera_cuda.so"});
+    FAIL() << "a missing module was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/libtessera_cuda.so"), std::string::npos)
+        << e.what();
+  }
+  try {
+    (void)open_device({"cuda", 3, "emulated"});
+    FAIL() << "an ordinal beyond the emulated device was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda:3 does not exist"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpenDevice, CpuAndEmulatedDescribeThemselves) {
+  EXPECT_EQ(open_device({})->describe(), "cpu");
+  const std::string emulated = open_device({"cuda", 0, "emulated"})->describe();
+  EXPECT_NE(emulated.find("cuda:0 Tessera SIMT emulator (sm_90"), std::string::npos) << emulated;
+  EXPECT_NE(emulated.find("emulated"), std::string::npos) << emulated;
+}
+
+}  // namespace
+}  // namespace tessera::device
