@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-
 #include "model/bf16_weights.hpp"
 #include "model/weight_panels.hpp"
 #include "model/weight_placement.hpp"
@@ -12,12 +10,6 @@
 #include "util/check.hpp"
 
 namespace tessera {
-
-namespace {
-
-constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
-
-}  // namespace
 
 Runtime::Runtime(const RuntimeOptions& options) : options_(options) { build(nullptr, nullptr); }
 
@@ -76,37 +68,19 @@ void Runtime::build(const dsv4::ModelConfig* config,
     weights_ = std::make_shared<const dsv4::ModelWeights>(std::move(loaded));
   }
 
-  auto create = [&](ts_plugin_kind kind, const std::string& name, const std::string& opts) {
-    return registry_.create(registry_.find(kind, name), opts, kCpu);
-  };
-  kv_format_ = std::make_unique<KvFormat>(
-      create(TS_KIND_KV_CACHE, options_.kv_plugin, options_.kv_options_json),
-      static_cast<int32_t>(model_config_.head_dim), static_cast<int32_t>(model_config_.rope_dim),
-      static_cast<int32_t>(model_config_.index_head_dim), static_cast<int32_t>(options_.page_size));
-  attention_ =
-      create(TS_KIND_ATTENTION, options_.attention_plugin, options_.attention_options_json);
-  sampler_ = create(TS_KIND_SAMPLER, options_.sampler_plugin, options_.sampler_options_json);
-
-  const int64_t max_context =
-      options_.max_context > 0 ? options_.max_context : model_config_.max_position_embeddings;
-  const auto budget = static_cast<uint64_t>(std::llround(options_.memory_gib * (1ull << 30)));
-  plan_ = plan_kv_memory(model_config_, kv_format_->main_layout(), kv_format_->indexer_layout(),
-                         budget, max_context);
-  const ts_kv_layout& main = kv_format_->main_layout();
-  const ts_kv_layout& idx = kv_format_->indexer_layout();
-  pools_ = std::make_unique<KvPools>(
-      KvPools{PagePool(main.page_bytes, main.entries_per_page, plan_.main_pages),
-              PagePool(idx.page_bytes > 0 ? idx.page_bytes : main.page_bytes, main.entries_per_page,
-                       plan_.indexer_pages)});
-  model_ =
-      std::make_unique<dsv4::Model>(model_config_, *weights_, *kv_format_, attention_, *pools_);
+  kv_ = create_rank_kv(registry_, options_, model_config_);
+  constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
+  sampler_ = registry_.create(registry_.find(TS_KIND_SAMPLER, options_.sampler_plugin),
+                              options_.sampler_options_json, kCpu);
+  model_ = std::make_unique<dsv4::Model>(model_config_, *weights_, *kv_.format, kv_.attention,
+                                         *kv_.pools);
   model_->set_bf16_activations(options_.bf16_activations);
   spdlog::info(
       "runtime: kv `{}` ({} B/entry main, {} B/entry indexer), {} + {} pages = {:.1f} MiB, "
       "~{} context tokens; attention `{}`; sampler `{}`",
-      kv_format_->name(), main.bytes_per_entry, idx.bytes_per_entry, plan_.main_pages,
-      plan_.indexer_pages, plan_.bytes / 1048576.0, plan_.token_capacity, attention_.name(),
-      sampler_.name());
+      kv_.format->name(), kv_.format->main_layout().bytes_per_entry,
+      kv_.format->indexer_layout().bytes_per_entry, kv_.plan.main_pages, kv_.plan.indexer_pages,
+      kv_.plan.bytes / 1048576.0, kv_.plan.token_capacity, kv_.attention.name(), sampler_.name());
 }
 
 }  // namespace tessera

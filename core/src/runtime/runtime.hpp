@@ -12,6 +12,7 @@
 #include "model/dsv4_model.hpp"
 #include "model/dsv4_weights.hpp"
 #include "plugins/registry.hpp"
+#include "runtime/rank_kv.hpp"
 #include "runtime/runtime_options.hpp"
 
 namespace tessera {
@@ -30,16 +31,16 @@ class Runtime {
   const dsv4::ModelConfig& model_config() const { return model_config_; }
   const std::shared_ptr<const dsv4::ModelWeights>& weights() const { return weights_; }
   dsv4::Model& model() { return *model_; }
-  const KvFormat& kv_format() const { return *kv_format_; }
-  KvPools& pools() { return *pools_; }
-  const KvPlan& kv_plan() const { return plan_; }
+  const KvFormat& kv_format() const { return *kv_.format; }
+  KvPools& pools() { return *kv_.pools; }
+  const KvPlan& kv_plan() const { return kv_.plan; }
   const PluginInstance& sampler() const { return sampler_; }
-  const PluginInstance& attention() const { return attention_; }
+  const PluginInstance& attention() const { return kv_.attention; }
   PluginRegistry& registry() { return registry_; }
   const RuntimeOptions& options() const { return options_; }
 
   std::unique_ptr<SequenceKv> new_sequence() {
-    return std::make_unique<SequenceKv>(model_config_, *pools_);
+    return std::make_unique<SequenceKv>(model_config_, *kv_.pools);
   }
 
  private:
@@ -49,11 +50,8 @@ class Runtime {
   PluginRegistry registry_;
   dsv4::ModelConfig model_config_;
   std::shared_ptr<const dsv4::ModelWeights> weights_;
-  std::unique_ptr<KvFormat> kv_format_;
-  PluginInstance attention_;
+  RankKv kv_;  // rank 0's (the Executor creates the other ranks')
   PluginInstance sampler_;
-  KvPlan plan_;
-  std::unique_ptr<KvPools> pools_;
   std::unique_ptr<dsv4::Model> model_;
 };
 
