@@ -29,14 +29,28 @@ case "$mode" in
   *) echo "usage: tools/sanitizer-tests.sh thread|address" >&2; exit 2 ;;
 esac
 flag=-fsanitize=$mode
+short=$([ "$mode" = thread ] && echo tsan || echo asan)
 
+# record_phase NAME START STATUS: a line of tools/run-tests.sh's phase table (when it runs us).
+record_phase() {
+  [ -n "${TESSERA_PHASE_LOG:-}" ] || return 0
+  awk -v n="$1" -v a="$2" -v b="$(date +%s.%N)" -v s="$3" \
+    'BEGIN { printf "%s\t%.1f\t%s\n", n, b - a, s }' >>"$TESSERA_PHASE_LOG"
+}
+
+build_start=$(date +%s.%N)
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_CUDA=OFF \
   -DTESSERA_FUZZ=OFF -DTESSERA_PYTHON="${TESSERA_VENV:-$here/.venv}/bin/python" \
   -DCMAKE_C_FLAGS="$flag -fno-omit-frame-pointer" -DCMAKE_CXX_FLAGS="$flag -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="$flag" -DCMAKE_SHARED_LINKER_FLAGS="$flag" \
   -DCMAKE_MODULE_LINKER_FLAGS="$flag" >/dev/null
 # tessera_e2e_model builds the binary and every plugin too.
-cmake --build "$build" -j "${TESSERA_JOBS:-$(nproc)}" --target "${tests[@]}" tessera_e2e_model
+if ! cmake --build "$build" -j "${TESSERA_JOBS:-$(nproc)}" --target "${tests[@]}" tessera_e2e_model; then
+  record_phase "$short build" "$build_start" failed
+  exit 1
+fi
+record_phase "$short build" "$build_start" ok
+run_start=$(date +%s.%N)
 
 run=()
 if [ "$mode" = thread ]; then
@@ -71,7 +85,9 @@ for t in "${tests[@]}"; do
 done
 (cd "$build" && "${run[@]}" ctest -L e2e --output-on-failure) || failed+=(e2e)
 if [ ${#failed[@]} -gt 0 ]; then
+  record_phase "$short run" "$run_start" failed
   echo "$mode sanitizer: FAILED: ${failed[*]}" >&2
   exit 1
 fi
+record_phase "$short run" "$run_start" ok
 echo "$mode sanitizer: every test passed without a report"

@@ -1,9 +1,12 @@
 // tessera: the command-line entry. Verbs are registered from cli/*_command.cpp.
 #include <fmt/format.h>
 #include <malloc.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "util/check.hpp"
@@ -15,6 +18,11 @@ int main(int argc, char** argv) {
   // them in the heap costs at most what one step uses.
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  // stdout carries what a command produces (generated text, JSON listings, reports), so that
+  // `tessera generate ... > out.txt` captures only the text; logs go to stderr. spdlog's own
+  // default logger writes to stdout.
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"Tessera: DeepSeek-V4 inference with pluggable attention, KV cache and samplers"};
   app.set_version_flag("--version", TESSERA_VERSION);
   app.require_subcommand(1);

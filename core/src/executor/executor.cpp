@@ -13,17 +13,6 @@
 
 namespace tessera {
 
-namespace {
-constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
-}
-
-// What a rank other than 0 owns: its plugin instances and page pools (rank 0 uses the runtime's).
-struct Executor::RankResources {
-  std::unique_ptr<KvFormat> kv_format;
-  PluginInstance attention;
-  std::unique_ptr<KvPools> pools;
-};
-
 Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduction_parts)
     : runtime_(runtime) {
   const dsv4::ModelConfig& config = runtime.model_config();
@@ -46,8 +35,6 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
   }
   group_ = std::make_unique<HostCommGroup>(tensor_parallel);
   const RuntimeOptions& o = runtime.options();
-  PluginRegistry& registry = runtime.registry();
-  const KvPools& pools0 = runtime.pools();
   for (int r = 0; r < tensor_parallel; ++r) {
     dsv4::ModelWeights shard = shard_model_weights(config, *runtime.weights(), r, tensor_parallel);
     dsv4::pack_linear_weights_into_panels(shard, o.bf16_activations);
@@ -59,22 +46,10 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
                                               &group_->communicator(0)));
       continue;
     }
-    auto res = std::make_unique<RankResources>();
-    res->kv_format = std::make_unique<KvFormat>(
-        registry.create(registry.find(TS_KIND_KV_CACHE, o.kv_plugin), o.kv_options_json, kCpu),
-        static_cast<int32_t>(config.head_dim), static_cast<int32_t>(config.rope_dim),
-        static_cast<int32_t>(config.index_head_dim), static_cast<int32_t>(o.page_size));
-    res->attention = registry.create(registry.find(TS_KIND_ATTENTION, o.attention_plugin),
-                                     o.attention_options_json, kCpu);
-    res->pools = std::make_unique<KvPools>(
-        KvPools{PagePool(pools0.main.page_bytes(), pools0.main.entries_per_page(),
-                         pools0.main.total_pages()),
-                PagePool(pools0.indexer.page_bytes(), pools0.indexer.entries_per_page(),
-                         pools0.indexer.total_pages())});
-    ranks_.push_back(std::make_unique<Rank>(config, *shards_[static_cast<size_t>(r)],
-                                            *res->kv_format, res->attention, *res->pools,
-                                            &group_->communicator(r)));
-    resources_.push_back(std::move(res));
+    auto kv = std::make_unique<RankKv>(create_rank_kv(runtime.registry(), o, config));
+    ranks_.push_back(std::make_unique<Rank>(config, *shards_[static_cast<size_t>(r)], *kv->format,
+                                            kv->attention, *kv->pools, &group_->communicator(r)));
+    rank_kv_.push_back(std::move(kv));
   }
   for (auto& rank : ranks_) {
     rank->set_bf16_activations(o.bf16_activations);

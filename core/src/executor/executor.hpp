@@ -20,6 +20,7 @@
 #include "executor/host_communicator.hpp"
 #include "executor/rank.hpp"
 #include "executor/step_plan.hpp"
+#include "runtime/rank_kv.hpp"
 #include "runtime/runtime.hpp"
 
 namespace tessera {
@@ -45,13 +46,12 @@ class Executor {
   bool failed() const { return group_ && group_->aborted(); }
 
  private:
-  struct RankResources;
   void worker_loop(int rank);
   void broadcast_plan(const StepPlan& plan);
 
   Runtime& runtime_;
-  std::unique_ptr<HostCommGroup> group_;                   // null for one rank
-  std::vector<std::unique_ptr<RankResources>> resources_;  // ranks 1..N-1 (rank 0 uses runtime's)
+  std::unique_ptr<HostCommGroup> group_;          // null for one rank
+  std::vector<std::unique_ptr<RankKv>> rank_kv_;  // ranks 1..N-1 (rank 0 uses the runtime's)
   std::vector<std::shared_ptr<const dsv4::ModelWeights>> shards_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::vector<CacheOp> queued_ops_;  // for ranks 1..N-1

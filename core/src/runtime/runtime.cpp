@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-
 #include "model/bf16_weights.hpp"
 #include "model/weight_panels.hpp"
 #include "model/weight_placement.hpp"
@@ -12,56 +10,6 @@
 #include "util/check.hpp"
 
 namespace tessera {
-
-namespace {
-
-constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
-
-std::filesystem::path resolve_model_path(const Config& config) {
-  const std::filesystem::path raw(config.model.path);
-  if (raw.is_absolute() || std::filesystem::exists(raw)) return raw;
-  const auto beside = std::filesystem::path(config.source_name).parent_path() / raw;
-  if (std::filesystem::exists(beside)) return beside;
-  throw Error(config.location_of("model.path").to_string() + ": model directory `" + raw.string() +
-              "` not found (looked in the working directory and next to the "
-              "config file)");
-}
-
-}  // namespace
-
-RuntimeOptions RuntimeOptions::from_config(const Config& config) {
-  RuntimeOptions o;
-  o.model_dir = resolve_model_path(config);
-  o.kv_plugin = config.kv_cache.plugin;
-  o.kv_options_json = config.kv_cache.options_json.empty() ? "{}" : config.kv_cache.options_json;
-  o.attention_plugin = config.attention.plugin;
-  o.attention_options_json =
-      config.attention.options_json.empty() ? "{}" : config.attention.options_json;
-  o.sampler_plugin = config.sampler.plugin;
-  o.sampler_options_json = config.sampler.options_json.empty() ? "{}" : config.sampler.options_json;
-  o.page_size = config.kv_cache.page_size;
-  o.memory_gib = config.kv_cache.memory_gib;
-  o.max_context = config.model.max_context;
-  o.linear_weights_in_bf16 = config.model.weight_storage != "fp32";
-  for (const auto& dir : config.plugins.search_path) o.plugin_dirs.emplace_back(dir);
-  TS_CHECK(config.executor.device == "cpu",
-           "{}: executor.device = \"{}\" is not available in this build path yet; use \"cpu\"",
-           config.location_of("executor.device").to_string(), config.executor.device);
-  // "auto" is fp32 on the CPU (the reference path); "bf16" is an opt-in with its own numerics.
-  o.bf16_activations = config.model.dtype == "bf16";
-  if (o.bf16_activations) {
-    TS_CHECK(ops::gemm_nt_bf16_available() && ops::gemm_reads_bf16_weights(),
-             "{}: model.dtype = \"bf16\" needs a CPU with AVX512_BF16 and our AVX-512 GEMM (this "
-             "one runs {}{}); use \"auto\" or \"fp32\"",
-             config.location_of("model.dtype").to_string(), ops::gemm_backend_name(),
-             ops::gemm_nt_bf16_available() ? "" : ", no AVX512_BF16");
-    TS_CHECK(o.linear_weights_in_bf16,
-             "{}: model.dtype = \"bf16\" multiplies the weights held in bf16, and "
-             "model.weight_storage = \"fp32\" holds none; use weight_storage = \"auto\"",
-             config.location_of("model.dtype").to_string());
-  }
-  return o;
-}
 
 Runtime::Runtime(const RuntimeOptions& options) : options_(options) { build(nullptr, nullptr); }
 
@@ -120,37 +68,19 @@ void Runtime::build(const dsv4::ModelConfig* config,
     weights_ = std::make_shared<const dsv4::ModelWeights>(std::move(loaded));
   }
 
-  auto create = [&](ts_plugin_kind kind, const std::string& name, const std::string& opts) {
-    return registry_.create(registry_.find(kind, name), opts, kCpu);
-  };
-  kv_format_ = std::make_unique<KvFormat>(
-      create(TS_KIND_KV_CACHE, options_.kv_plugin, options_.kv_options_json),
-      static_cast<int32_t>(model_config_.head_dim), static_cast<int32_t>(model_config_.rope_dim),
-      static_cast<int32_t>(model_config_.index_head_dim), static_cast<int32_t>(options_.page_size));
-  attention_ =
-      create(TS_KIND_ATTENTION, options_.attention_plugin, options_.attention_options_json);
-  sampler_ = create(TS_KIND_SAMPLER, options_.sampler_plugin, options_.sampler_options_json);
-
-  const int64_t max_context =
-      options_.max_context > 0 ? options_.max_context : model_config_.max_position_embeddings;
-  const auto budget = static_cast<uint64_t>(std::llround(options_.memory_gib * (1ull << 30)));
-  plan_ = plan_kv_memory(model_config_, kv_format_->main_layout(), kv_format_->indexer_layout(),
-                         budget, max_context);
-  const ts_kv_layout& main = kv_format_->main_layout();
-  const ts_kv_layout& idx = kv_format_->indexer_layout();
-  pools_ = std::make_unique<KvPools>(
-      KvPools{PagePool(main.page_bytes, main.entries_per_page, plan_.main_pages),
-              PagePool(idx.page_bytes > 0 ? idx.page_bytes : main.page_bytes, main.entries_per_page,
-                       plan_.indexer_pages)});
-  model_ =
-      std::make_unique<dsv4::Model>(model_config_, *weights_, *kv_format_, attention_, *pools_);
+  kv_ = create_rank_kv(registry_, options_, model_config_);
+  constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
+  sampler_ = registry_.create(registry_.find(TS_KIND_SAMPLER, options_.sampler_plugin),
+                              options_.sampler_options_json, kCpu);
+  model_ = std::make_unique<dsv4::Model>(model_config_, *weights_, *kv_.format, kv_.attention,
+                                         *kv_.pools);
   model_->set_bf16_activations(options_.bf16_activations);
   spdlog::info(
       "runtime: kv `{}` ({} B/entry main, {} B/entry indexer), {} + {} pages = {:.1f} MiB, "
       "~{} context tokens; attention `{}`; sampler `{}`",
-      kv_format_->name(), main.bytes_per_entry, idx.bytes_per_entry, plan_.main_pages,
-      plan_.indexer_pages, plan_.bytes / 1048576.0, plan_.token_capacity, attention_.name(),
-      sampler_.name());
+      kv_.format->name(), kv_.format->main_layout().bytes_per_entry,
+      kv_.format->indexer_layout().bytes_per_entry, kv_.plan.main_pages, kv_.plan.indexer_pages,
+      kv_.plan.bytes / 1048576.0, kv_.plan.token_capacity, kv_.attention.name(), sampler_.name());
 }
 
 }  // namespace tessera

@@ -1,0 +1,32 @@
+// RankKv: one rank's kv-cache side — its kv-cache format and attention plugin instances, the
+// split of the cache memory between the two page pools, and the pools. The Runtime creates rank
+// 0's; the tensor-parallel Executor creates one more per other rank from the same options, so
+// every rank holds the same pools (each keeps the whole latent cache of its sequences).
+// Destroy the pools' SequenceKv and snapshots, and the model reading them, before the RankKv.
+#pragma once
+
+#include <memory>
+
+#include "kv/kv_format.hpp"
+#include "kv/memory_planner.hpp"
+#include "kv/sequence_kv.hpp"
+#include "model/dsv4_config.hpp"
+#include "plugins/registry.hpp"
+#include "runtime/runtime_options.hpp"
+
+namespace tessera {
+
+struct RankKv {
+  std::unique_ptr<KvFormat> format;
+  PluginInstance attention;
+  KvPlan plan;
+  std::unique_ptr<KvPools> pools;
+};
+
+// Creates options.kv_plugin and options.attention_plugin (on the CPU) through `registry` and
+// splits options.memory_gib between the pools for sequences of options.max_context tokens (0: the
+// model's max_position_embeddings).
+RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
+                      const dsv4::ModelConfig& config);
+
+}  // namespace tessera

@@ -1,0 +1,67 @@
+#include "runtime/runtime_options.hpp"
+
+#include "ops/gemm_nt.hpp"
+#include "ops/linear.hpp"
+#include "util/check.hpp"
+
+namespace tessera {
+
+namespace {
+
+std::filesystem::path resolve_model_path(const Config& config) {
+  const std::filesystem::path raw(config.model.path);
+  if (raw.is_absolute() || std::filesystem::exists(raw)) return raw;
+  const auto beside = std::filesystem::path(config.source_name).parent_path() / raw;
+  if (std::filesystem::exists(beside)) return beside;
+  throw Error(config.location_of("model.path").to_string() + ": model directory `" + raw.string() +
+              "` not found (looked in the working directory and next to the "
+              "config file)");
+}
+
+// Every value of `config` the options carry, model.path aside; no checks.
+void copy_values(const Config& config, RuntimeOptions& o) {
+  o.kv_plugin = config.kv_cache.plugin;
+  o.kv_options_json = config.kv_cache.options_json.empty() ? "{}" : config.kv_cache.options_json;
+  o.attention_plugin = config.attention.plugin;
+  o.attention_options_json =
+      config.attention.options_json.empty() ? "{}" : config.attention.options_json;
+  o.sampler_plugin = config.sampler.plugin;
+  o.sampler_options_json = config.sampler.options_json.empty() ? "{}" : config.sampler.options_json;
+  o.page_size = config.kv_cache.page_size;
+  o.memory_gib = config.kv_cache.memory_gib;
+  o.max_context = config.model.max_context;
+  o.plugin_dirs.assign(config.plugins.search_path.begin(), config.plugins.search_path.end());
+  o.linear_weights_in_bf16 = config.model.weight_storage != "fp32";
+  // "auto" is fp32 on the CPU (the reference path); "bf16" is an opt-in with its own numerics.
+  o.bf16_activations = config.model.dtype == "bf16";
+}
+
+}  // namespace
+
+RuntimeOptions::RuntimeOptions() {
+  static const Config defaults = default_config();
+  copy_values(defaults, *this);
+}
+
+RuntimeOptions RuntimeOptions::from_config(const Config& config) {
+  RuntimeOptions o;
+  copy_values(config, o);
+  o.model_dir = resolve_model_path(config);
+  TS_CHECK(config.executor.device == "cpu",
+           "{}: executor.device = \"{}\" is not available in this build path yet; use \"cpu\"",
+           config.location_of("executor.device").to_string(), config.executor.device);
+  if (o.bf16_activations) {
+    TS_CHECK(ops::gemm_nt_bf16_available() && ops::gemm_reads_bf16_weights(),
+             "{}: model.dtype = \"bf16\" needs a CPU with AVX512_BF16 and our AVX-512 GEMM (this "
+             "one runs {}{}); use \"auto\" or \"fp32\"",
+             config.location_of("model.dtype").to_string(), ops::gemm_backend_name(),
+             ops::gemm_nt_bf16_available() ? "" : ", no AVX512_BF16");
+    TS_CHECK(o.linear_weights_in_bf16,
+             "{}: model.dtype = \"bf16\" multiplies the weights held in bf16, and "
+             "model.weight_storage = \"fp32\" holds none; use weight_storage = \"auto\"",
+             config.location_of("model.dtype").to_string());
+  }
+  return o;
+}
+
+}  // namespace tessera

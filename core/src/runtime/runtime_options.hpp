@@ -1,0 +1,45 @@
+// RuntimeOptions: what a Runtime is built from. The configuration schema (config_schema.cpp) is
+// the one source of every default: RuntimeOptions{} holds the options of a configuration that
+// sets nothing (default_config()), model_dir aside. Code that builds options by hand (benches,
+// tests) starts from those and changes what it needs.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace tessera {
+
+struct RuntimeOptions {
+  RuntimeOptions();  // the schema's defaults; model_dir empty
+
+  std::filesystem::path model_dir;                 // model.path, resolved
+  std::string kv_plugin;                           // kv_cache.plugin
+  std::string kv_options_json;                     // [kv_cache.options] as JSON, "{}" when none
+  std::string attention_plugin;                    // attention.plugin
+  std::string attention_options_json;              // [attention.options]
+  std::string sampler_plugin;                      // sampler.plugin
+  std::string sampler_options_json;                // [sampler.options]
+  int64_t page_size{};                             // kv_cache.page_size
+  double memory_gib{};                             // kv_cache.memory_gib
+  int64_t max_context{};                           // model.max_context; 0: the model's maximum
+  std::vector<std::filesystem::path> plugin_dirs;  // plugins.search_path: before the default path
+  // Linear weights whose values are all bfloat16 (every BF16 / FP8 / FP4 checkpoint's) are kept
+  // in bf16 (model/bf16_weights.hpp) where our GEMM reads them (ops::gemm_reads_bf16_weights):
+  // same outputs, half their bytes. model.weight_storage = "auto".
+  bool linear_weights_in_bf16{};
+  // model.dtype = "bf16": linear layers whose weight is held in bf16 take bf16-rounded inputs and
+  // multiply on AMX tiles or vdpbf16ps (fp32 sums; ops/gemm_nt.hpp); everything else stays fp32.
+  // Needs AVX512_BF16.
+  bool bf16_activations{};
+
+  // The parts of a configuration file the runtime needs; model.path is resolved against the
+  // working directory, then against the config file's directory. Throws Error, with the key's
+  // location, for values the schema accepts but this build path cannot honour.
+  static RuntimeOptions from_config(const Config& config);
+};
+
+}  // namespace tessera
