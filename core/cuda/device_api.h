@@ -88,6 +88,20 @@ typedef struct ts_cuda_device_api {
                            int64_t experts, int64_t per_token, const float* bias,
                            const int32_t* tid2eid, int64_t table_size, const int32_t* token_ids,
                            double scaling, int32_t* picked, float* weights, int64_t* bad);
+  /* The mHC mixes; scale, base and every array are device memory. */
+  ts_status (*hc_mix_logits)(int32_t ordinal, void* stream, const float* streams, int64_t tokens,
+                             int64_t width, const float* fn, int64_t rows, float eps, float* mix);
+  ts_status (*hc_coefficients)(int32_t ordinal, void* stream, const float* mix, int64_t tokens,
+                               int64_t n, const float* scale, const float* base, int64_t iters,
+                               float eps, float* pre, float* post, float* comb);
+  ts_status (*hc_pre_mix)(int32_t ordinal, void* stream, const float* pre, const float* streams,
+                          int64_t tokens, int64_t n, int64_t width, float* x);
+  ts_status (*hc_post_mix)(int32_t ordinal, void* stream, const float* post, const float* comb,
+                           const float* out, int64_t tokens, int64_t n, int64_t width,
+                           float* streams);
+  ts_status (*hc_head_mix)(int32_t ordinal, void* stream, const float* mix, const float* scale,
+                           const float* base, float eps, const float* streams, int64_t tokens,
+                           int64_t n, int64_t width, float* y);
 
   /* 1 for the SIMT emulator's module (libtessera_cuda_emulated.so), 0 for the GPU's. */
   int32_t emulated;

@@ -249,6 +249,55 @@ ts_status moe_routing(int32_t ordinal, void* stream, float* scores, int64_t toke
                      "moe_routing");
 }
 
+ts_status hc_mix_logits(int32_t ordinal, void* stream, const float* streams, int64_t tokens,
+                        int64_t width, const float* fn, int64_t rows, float eps, float* mix) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_hc_mix_logits(streams, tokens, width, fn, rows, eps,
+                                                            mix, as_stream(stream)),
+                     "hc_mix_logits");
+}
+
+ts_status hc_coefficients(int32_t ordinal, void* stream, const float* mix, int64_t tokens,
+                          int64_t n, const float* scale, const float* base, int64_t iters,
+                          float eps, float* pre, float* post, float* comb) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  if (n < 1 || n > 8)
+    return fail(TS_ERR_INVALID_ARGUMENT,
+                "hc_coefficients: hc_mult " + std::to_string(n) + " outside [1, 8]");
+  return cuda_status(
+      tessera::kernels::launch_hc_coefficients(mix, tokens, n, scale, base, iters, eps, pre, post,
+                                               comb, as_stream(stream)),
+      "hc_coefficients");
+}
+
+ts_status hc_pre_mix(int32_t ordinal, void* stream, const float* pre, const float* streams,
+                     int64_t tokens, int64_t n, int64_t width, float* x) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_hc_pre_mix(pre, streams, tokens, n, width, x, as_stream(stream)),
+      "hc_pre_mix");
+}
+
+ts_status hc_post_mix(int32_t ordinal, void* stream, const float* post, const float* comb,
+                      const float* out, int64_t tokens, int64_t n, int64_t width, float* streams) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  if (n < 1 || n > 8)
+    return fail(TS_ERR_INVALID_ARGUMENT,
+                "hc_post_mix: hc_mult " + std::to_string(n) + " outside [1, 8]");
+  return cuda_status(tessera::kernels::launch_hc_post_mix(post, comb, out, tokens, n, width,
+                                                          streams, as_stream(stream)),
+                     "hc_post_mix");
+}
+
+ts_status hc_head_mix(int32_t ordinal, void* stream, const float* mix, const float* scale,
+                      const float* base, float eps, const float* streams, int64_t tokens, int64_t n,
+                      int64_t width, float* y) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_hc_head_mix(mix, scale, base, eps, streams, tokens, n,
+                                                          width, y, as_stream(stream)),
+                     "hc_head_mix");
+}
+
 #ifdef TESSERA_DEVICE_EMULATION
 constexpr int32_t kEmulated = 1;
 #else
@@ -279,6 +328,11 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  linear_fp8,
                                  linear_fp4,
                                  moe_routing,
+                                 hc_mix_logits,
+                                 hc_coefficients,
+                                 hc_pre_mix,
+                                 hc_post_mix,
+                                 hc_head_mix,
                                  kEmulated};
 
 }  // namespace

@@ -9,6 +9,7 @@ set(TESSERA_CUDA_KERNEL_SOURCES
   ${TESSERA_CUDA_MODULE_DIR}/kernels/swiglu.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/embed_bf16.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_bf16.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/hyper_mix.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_fp8.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/moe_routing.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/rope.cu)

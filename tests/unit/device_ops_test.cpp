@@ -10,6 +10,8 @@
 //   linear    |d| <= 2e-5 sum_i |x_i w_i| + 1e-7   sums over `in` in another order
 //   rope      |d| <= 2e-5 |x| + 2e-6            cosf / sinf of the same fp32 angle (few ulp)
 //   routing   experts equal; weights |d| <= 2e-6 |ref|   log1pf / expf of the same logits
+//   mHC       logits |d| <= 2e-5 sum |x fn| * scale; coefficients, mixes |d| <= 2e-6 |ref| + 1e-6
+//             (expf of the same values; the mixes sum n products in the CPU's order)
 //   fp8, fp4  |d| <= 2e-5 sum |q_i s w_i| + 1e-7   the same quantised activations on both sides
 //             (number_formats.cuh is one source), sums in another order
 #include "device/device_ops.hpp"
@@ -384,6 +386,99 @@ TEST_P(BackendOps, MoeRouting) {
   check_routing(dev, true, false);
   check_routing(dev, true, true);
   check_routing(dev, false, false, true);
+}
+
+// One mHC site at Flash's widths (hc 4 x hidden 4096): every step of hc_pre / hc_post / hc_head
+// on the device against the cpu, each step fed the cpu's inputs so a difference is its own.
+TEST_P(BackendOps, HyperConnectionMixes) {
+  Device& dev = *backend().device;
+  const Stream s = dev.create_stream();
+  const Stream cs = cpu().create_stream();
+  const int64_t T = 3, n = 4, D = 4096, width = n * D, rows = (2 + n) * n;
+  const std::vector<float> streams = random_floats(static_cast<size_t>(T * width), 80);
+  const std::vector<float> fn =
+      random_floats(static_cast<size_t>(rows * width), 81, 1.0f / std::sqrt(float(width)));
+  const std::vector<float> scale = {0.7f, 0.4f, 1.3f};
+  const std::vector<float> base = random_floats(static_cast<size_t>(rows), 82, 0.5f);
+  const std::vector<float> out = random_floats(static_cast<size_t>(T * D), 83);
+  DeviceBuffer d_streams = upload(dev, s, streams), d_fn = upload(dev, s, fn),
+               d_scale = upload(dev, s, scale), d_base = upload(dev, s, base),
+               d_out = upload(dev, s, out);
+  const CpuOps& ops = static_cast<const CpuOps&>(cpu().ops());
+
+  // The site's logits.
+  DeviceBuffer d_mix = dev.allocate(static_cast<size_t>(T * rows) * 4);
+  dev.ops().hc_mix_logits(s, d_streams.as<float>(), T, width, d_fn.as<float>(), rows, 1e-6f,
+                          d_mix.as<float>());
+  std::vector<float> mix(static_cast<size_t>(T * rows));
+  ops.hc_mix_logits(cs, streams.data(), T, width, fn.data(), rows, 1e-6f, mix.data());
+  std::vector<double> magnitude(mix.size(), 0.0);
+  for (int64_t t = 0; t < T; ++t) {
+    double sq = 0;
+    for (int64_t i = 0; i < width; ++i)
+      sq += double(streams[t * width + i]) * streams[t * width + i];
+    const double r = 1.0 / std::sqrt(sq / double(width) + 1e-6);
+    for (int64_t o = 0; o < rows; ++o) {
+      for (int64_t i = 0; i < width; ++i)
+        magnitude[t * rows + o] += std::fabs(double(streams[t * width + i]) * fn[o * width + i]);
+      magnitude[t * rows + o] *= r;
+    }
+  }
+  expect_close("hc_mix_logits", download<float>(dev, s, d_mix, mix.size()), mix,
+               [&](size_t i) { return 2e-5 * magnitude[i] + 1e-6; });
+
+  // The coefficients, from the cpu's logits on both sides.
+  dev.copy(d_mix.data(), mix.data(), mix.size() * 4, CopyKind::kHostToDevice, s);
+  DeviceBuffer d_pre = dev.allocate(T * n * 4), d_post = dev.allocate(T * n * 4),
+               d_comb = dev.allocate(T * n * n * 4);
+  dev.ops().hc_coefficients(s, {d_scale.as<float>(), d_base.as<float>(), n, 20, 1e-6f},
+                            d_mix.as<float>(), T, d_pre.as<float>(), d_post.as<float>(),
+                            d_comb.as<float>());
+  std::vector<float> pre(T * n), post(T * n), comb(T * n * n);
+  ops.hc_coefficients(cs, {scale.data(), base.data(), n, 20, 1e-6f}, mix.data(), T, pre.data(),
+                      post.data(), comb.data());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t k = 0; k < n; ++k) {  // Sinkhorn ends on columns: each sums to ~1
+      double column = 0;
+      for (int64_t j = 0; j < n; ++j) column += comb[(t * n + j) * n + k];
+      EXPECT_NEAR(column, 1.0, 1e-4) << "token " << t << " column " << k;
+    }
+  const auto relative = [](const std::vector<float>& want) {
+    return [&want](size_t i) { return 2e-6 * std::fabs(want[i]) + 1e-6; };
+  };
+  expect_close("hc pre", download<float>(dev, s, d_pre, pre.size()), pre, relative(pre));
+  expect_close("hc post", download<float>(dev, s, d_post, post.size()), post, relative(post));
+  expect_close("hc comb", download<float>(dev, s, d_comb, comb.size()), comb, relative(comb));
+
+  // The layer input and the streams' update, from the cpu's coefficients.
+  dev.copy(d_pre.data(), pre.data(), pre.size() * 4, CopyKind::kHostToDevice, s);
+  dev.copy(d_post.data(), post.data(), post.size() * 4, CopyKind::kHostToDevice, s);
+  dev.copy(d_comb.data(), comb.data(), comb.size() * 4, CopyKind::kHostToDevice, s);
+  DeviceBuffer d_x = dev.allocate(T * D * 4);
+  dev.ops().hc_pre_mix(s, d_pre.as<float>(), d_streams.as<float>(), T, n, D, d_x.as<float>());
+  std::vector<float> x(T * D);
+  ops.hc_pre_mix(cs, pre.data(), streams.data(), T, n, D, x.data());
+  expect_close("hc_pre_mix", download<float>(dev, s, d_x, x.size()), x,
+               [&](size_t i) { return 2e-6 * std::fabs(x[i]) + 1e-6; });
+  dev.ops().hc_post_mix(s, d_post.as<float>(), d_comb.as<float>(), d_out.as<float>(), T, n, D,
+                        d_streams.as<float>());
+  std::vector<float> updated = streams;
+  ops.hc_post_mix(cs, post.data(), comb.data(), out.data(), T, n, D, updated.data());
+  expect_close("hc_post_mix", download<float>(dev, s, d_streams, updated.size()), updated,
+               [&](size_t i) { return 2e-6 * std::fabs(updated[i]) + 1e-6; });
+
+  // The head's mix over the updated streams (its logits: the first n of each token's).
+  std::vector<float> head_mix(T * n);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t k = 0; k < n; ++k) head_mix[t * n + k] = mix[t * rows + k];
+  DeviceBuffer d_head_mix = upload(dev, s, head_mix), d_y = dev.allocate(T * D * 4);
+  dev.ops().hc_head_mix(s, d_head_mix.as<float>(), d_scale.as<float>(), d_base.as<float>(), 1e-6f,
+                        d_streams.as<float>(), T, n, D, d_y.as<float>());
+  std::vector<float> y(T * D);
+  ops.hc_head_mix(cs, head_mix.data(), scale.data(), base.data(), 1e-6f, updated.data(), T, n, D,
+                  y.data());
+  expect_close("hc_head_mix", download<float>(dev, s, d_y, y.size()), y,
+               [&](size_t i) { return 2e-6 * std::fabs(y[i]) + 1e-6; });
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendOps, ::testing::Range<size_t>(0, backends().size()),

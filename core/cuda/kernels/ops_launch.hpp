@@ -47,6 +47,25 @@ cudaError_t launch_moe_routing(float* scores, int64_t tokens, int64_t E, int64_t
                                const int32_t* token_ids, double scaling, int32_t* picked,
                                float* weights, int64_t* bad, cudaStream_t stream);
 
+// The mHC mixes (hyper_mix.cu; ops/hyper_mix.hpp has their definitions): the site's logits
+// mix[T, rows] = (streams[t] . fn^T) * rsqrt(mean(streams[t]^2) + eps), streams [T, width], fn
+// [rows, width] fp32; the coefficients pre/post [T, n] and comb [T, n, n] (n <= 8) from them;
+// x [T, D] from the streams [T, n, D]; the streams from the block's output; the head's mix.
+cudaError_t launch_hc_mix_logits(const float* streams, int64_t tokens, int64_t width,
+                                 const float* fn, int64_t rows, float eps, float* mix,
+                                 cudaStream_t stream);
+cudaError_t launch_hc_coefficients(const float* mix, int64_t tokens, int64_t n, const float* scale,
+                                   const float* base, int64_t iters, float eps, float* pre,
+                                   float* post, float* comb, cudaStream_t stream);
+cudaError_t launch_hc_pre_mix(const float* pre, const float* streams, int64_t tokens, int64_t n,
+                              int64_t D, float* x, cudaStream_t stream);
+cudaError_t launch_hc_post_mix(const float* post, const float* comb, const float* out,
+                               int64_t tokens, int64_t n, int64_t D, float* streams,
+                               cudaStream_t stream);
+cudaError_t launch_hc_head_mix(const float* mix, const float* scale, const float* base, float eps,
+                               const float* streams, int64_t tokens, int64_t n, int64_t D, float* y,
+                               cudaStream_t stream);
+
 // Rotates the trailing rope_dim channels of x[tokens, heads, width] (interleaved pairs) by
 // positions[t] * inv_freq[i] (inverse: by minus that angle).
 cudaError_t launch_rope(float* x, int64_t tokens, int64_t heads, int64_t width, int64_t rope_dim,

@@ -101,6 +101,37 @@ void CpuOps::route_tokens(const Stream&, const ops::MoeRouting& routing, float* 
   *bad = ops::route_tokens(routing, scores, tokens, picked, weights);
 }
 
+// The model's mHC on all tokens at once (it runs the same functions per chunk of tokens).
+void CpuOps::hc_mix_logits(const Stream&, const float* streams, int64_t tokens, int64_t width,
+                           const float* fn, int64_t rows, float eps, float* mix) const {
+  ops::linear_strided(streams, tokens, width, width, fn, rows, width, mix, rows);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float r = ops::rms_scale(streams + t * width, width, eps);
+    for (int64_t i = 0; i < rows; ++i) mix[t * rows + i] *= r;
+  }
+}
+
+void CpuOps::hc_coefficients(const Stream&, const ops::HcSite& site, const float* mix,
+                             int64_t tokens, float* pre, float* post, float* comb) const {
+  ops::hc_coefficients(site, mix, 0, tokens, pre, post, comb);
+}
+
+void CpuOps::hc_pre_mix(const Stream&, const float* pre, const float* streams, int64_t tokens,
+                        int64_t n, int64_t D, float* x) const {
+  ops::hc_pre_mix(pre, streams, n, D, 0, tokens, x);
+}
+
+void CpuOps::hc_post_mix(const Stream&, const float* post, const float* comb, const float* out,
+                         int64_t tokens, int64_t n, int64_t D, float* streams) const {
+  ops::hc_post_mix(post, comb, out, n, D, 0, tokens, streams);
+}
+
+void CpuOps::hc_head_mix(const Stream&, const float* mix, const float* scale, const float* base,
+                         float eps, const float* streams, int64_t tokens, int64_t n, int64_t D,
+                         float* y) const {
+  ops::hc_head_mix(mix, *scale, base, eps, streams, n, D, 0, tokens, y);
+}
+
 void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, const float* weight,
                       float eps) const {
   if (weight != nullptr)

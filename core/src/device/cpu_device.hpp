@@ -23,6 +23,17 @@ class CpuOps final : public DeviceOps {
                   const uint8_t* w_scale, int64_t out, float* y) const override;
   void route_tokens(const Stream& stream, const ops::MoeRouting& routing, float* scores,
                     int64_t tokens, int32_t* picked, float* weights, int64_t* bad) const override;
+  void hc_mix_logits(const Stream& stream, const float* streams, int64_t tokens, int64_t width,
+                     const float* fn, int64_t rows, float eps, float* mix) const override;
+  void hc_coefficients(const Stream& stream, const ops::HcSite& site, const float* mix,
+                       int64_t tokens, float* pre, float* post, float* comb) const override;
+  void hc_pre_mix(const Stream& stream, const float* pre, const float* streams, int64_t tokens,
+                  int64_t n, int64_t D, float* x) const override;
+  void hc_post_mix(const Stream& stream, const float* post, const float* comb, const float* out,
+                   int64_t tokens, int64_t n, int64_t D, float* streams) const override;
+  void hc_head_mix(const Stream& stream, const float* mix, const float* scale, const float* base,
+                   float eps, const float* streams, int64_t tokens, int64_t n, int64_t D,
+                   float* y) const override;
   void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
             int64_t rope_dim, const int32_t* positions, const float* inv_freq,
             bool inverse) const override;

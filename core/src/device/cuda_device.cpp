@@ -61,6 +61,41 @@ void ModuleOps::route_tokens(const Stream& stream, const ops::MoeRouting& routin
            "moe_routing");
 }
 
+void ModuleOps::hc_mix_logits(const Stream& stream, const float* streams, int64_t tokens,
+                              int64_t width, const float* fn, int64_t rows, float eps,
+                              float* mix) const {
+  check_op(
+      api_.hc_mix_logits(ordinal_, stream.handle(), streams, tokens, width, fn, rows, eps, mix),
+      "hc_mix_logits");
+}
+
+void ModuleOps::hc_coefficients(const Stream& stream, const ops::HcSite& site, const float* mix,
+                                int64_t tokens, float* pre, float* post, float* comb) const {
+  check_op(api_.hc_coefficients(ordinal_, stream.handle(), mix, tokens, site.n, site.scale,
+                                site.base, site.sinkhorn_iters, site.eps, pre, post, comb),
+           "hc_coefficients");
+}
+
+void ModuleOps::hc_pre_mix(const Stream& stream, const float* pre, const float* streams,
+                           int64_t tokens, int64_t n, int64_t D, float* x) const {
+  check_op(api_.hc_pre_mix(ordinal_, stream.handle(), pre, streams, tokens, n, D, x), "hc_pre_mix");
+}
+
+void ModuleOps::hc_post_mix(const Stream& stream, const float* post, const float* comb,
+                            const float* out, int64_t tokens, int64_t n, int64_t D,
+                            float* streams) const {
+  check_op(api_.hc_post_mix(ordinal_, stream.handle(), post, comb, out, tokens, n, D, streams),
+           "hc_post_mix");
+}
+
+void ModuleOps::hc_head_mix(const Stream& stream, const float* mix, const float* scale,
+                            const float* base, float eps, const float* streams, int64_t tokens,
+                            int64_t n, int64_t D, float* y) const {
+  check_op(
+      api_.hc_head_mix(ordinal_, stream.handle(), mix, scale, base, eps, streams, tokens, n, D, y),
+      "hc_head_mix");
+}
+
 void ModuleOps::rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
                      int64_t rope_dim, const int32_t* positions, const float* inv_freq,
                      bool inverse) const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "ops/hyper_mix.hpp"
 #include "ops/moe_routing.hpp"
 
 namespace tessera::device {
@@ -46,6 +47,25 @@ class DeviceOps {
   virtual void route_tokens(const Stream& stream, const ops::MoeRouting& routing, float* scores,
                             int64_t tokens, int32_t* picked, float* weights,
                             int64_t* bad) const = 0;
+  // The mHC mixes (ops/hyper_mix.hpp): the site's logits mix [T, rows] =
+  // (streams[t] . fn^T) * rsqrt(mean(streams[t]^2) + eps) from streams [T, width] and fn
+  // [rows, width] fp32; the coefficients pre, post [T, n] and comb [T, n, n] from them (site's
+  // pointers in this device's memory); x [T, D] = sum_k pre_k streams_k; the streams [T, n, D]
+  // updated from the block's output out [T, D]; the head's y [T, D] from its mix [T, n] (scale:
+  // one value in this device's memory).
+  virtual void hc_mix_logits(const Stream& stream, const float* streams, int64_t tokens,
+                             int64_t width, const float* fn, int64_t rows, float eps,
+                             float* mix) const = 0;
+  virtual void hc_coefficients(const Stream& stream, const ops::HcSite& site, const float* mix,
+                               int64_t tokens, float* pre, float* post, float* comb) const = 0;
+  virtual void hc_pre_mix(const Stream& stream, const float* pre, const float* streams,
+                          int64_t tokens, int64_t n, int64_t D, float* x) const = 0;
+  virtual void hc_post_mix(const Stream& stream, const float* post, const float* comb,
+                           const float* out, int64_t tokens, int64_t n, int64_t D,
+                           float* streams) const = 0;
+  virtual void hc_head_mix(const Stream& stream, const float* mix, const float* scale,
+                           const float* base, float eps, const float* streams, int64_t tokens,
+                           int64_t n, int64_t D, float* y) const = 0;
   // Rotates the trailing rope_dim channels of x[tokens, heads, width] by positions[t] *
   // inv_freq[i] (interleaved pairs; inverse: the opposite angle). positions [tokens] int32,
   // inv_freq [rope_dim / 2].
