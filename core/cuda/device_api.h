@@ -102,6 +102,10 @@ typedef struct ts_cuda_device_api {
   ts_status (*hc_head_mix)(int32_t ordinal, void* stream, const float* mix, const float* scale,
                            const float* base, float eps, const float* streams, int64_t tokens,
                            int64_t n, int64_t width, float* y);
+  /* scans: [rows] of {float max; int32 argmax; bool finite} (ts_row_scan's fields); group_max
+   * [rows, TS_LOGIT_GROUP_COUNT(vocab)] or null. */
+  ts_status (*row_scan)(int32_t ordinal, void* stream, const float* logits, int64_t rows,
+                        int64_t vocab, void* scans, float* group_max);
 
   /* 1 for the SIMT emulator's module (libtessera_cuda_emulated.so), 0 for the GPU's. */
   int32_t emulated;

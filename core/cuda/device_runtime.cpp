@@ -298,6 +298,15 @@ ts_status hc_head_mix(int32_t ordinal, void* stream, const float* mix, const flo
                      "hc_head_mix");
 }
 
+ts_status row_scan(int32_t ordinal, void* stream, const float* logits, int64_t rows, int64_t vocab,
+                   void* scans, float* group_max) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_row_scan(
+                         logits, rows, vocab, static_cast<tessera::kernels::RowScanOut*>(scans),
+                         group_max, as_stream(stream)),
+                     "row_scan");
+}
+
 #ifdef TESSERA_DEVICE_EMULATION
 constexpr int32_t kEmulated = 1;
 #else
@@ -333,6 +342,7 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  hc_pre_mix,
                                  hc_post_mix,
                                  hc_head_mix,
+                                 row_scan,
                                  kEmulated};
 
 }  // namespace

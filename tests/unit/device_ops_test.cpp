@@ -12,6 +12,7 @@
 //   routing   experts equal; weights |d| <= 2e-6 |ref|   log1pf / expf of the same logits
 //   mHC       logits |d| <= 2e-5 sum |x fn| * scale; coefficients, mixes |d| <= 2e-6 |ref| + 1e-6
 //             (expf of the same values; the mixes sum n products in the CPU's order)
+//   row scan  exact (maxima of the same values); a non-finite row: finite = false, argmax -1
 //   fp8, fp4  |d| <= 2e-5 sum |q_i s w_i| + 1e-7   the same quantised activations on both sides
 //             (number_formats.cuh is one source), sums in another order
 #include "device/device_ops.hpp"
@@ -29,6 +30,7 @@
 #include "device/cpu_device.hpp"
 #include "device/open_device.hpp"
 #include "kernels/number_formats.cuh"
+#include "tessera/plugin_abi.h"
 #include "weights/numeric_formats.hpp"
 
 namespace tessera::device {
@@ -479,6 +481,46 @@ TEST_P(BackendOps, HyperConnectionMixes) {
                   y.data());
   expect_close("hc_head_mix", download<float>(dev, s, d_y, y.size()), y,
                [&](size_t i) { return 2e-6 * std::fabs(y[i]) + 1e-6; });
+}
+
+// The head's row scans: Flash's vocabulary (129280: a partial last block) and a small one, a
+// row whose max is tied (the lower column wins), and a row with a NaN.
+void check_scans(Device& dev, int64_t vocab, uint32_t seed) {
+  const Stream s = dev.create_stream();
+  const int64_t rows = 4, groups = TS_LOGIT_GROUP_COUNT(vocab);
+  std::vector<float> logits = random_floats(static_cast<size_t>(rows * vocab), seed, 4.0f);
+  logits[1 * vocab + vocab - 1] = 100.0f;  // row 1: the max twice, the lower column wins
+  logits[1 * vocab + vocab / 3] = 100.0f;
+  logits[2 * vocab + 7] = std::nanf("");
+  DeviceBuffer dl = upload(dev, s, logits);
+  DeviceBuffer ds = dev.allocate(rows * sizeof(ops::RowScan)),
+               dg = dev.allocate(static_cast<size_t>(rows * groups) * 4);
+  dev.ops().scan_rows(s, dl.as<float>(), rows, vocab, ds.as<ops::RowScan>(), dg.as<float>());
+  const std::vector<ops::RowScan> got = download<ops::RowScan>(dev, s, ds, rows);
+  const std::vector<float> got_groups =
+      download<float>(dev, s, dg, static_cast<size_t>(rows * groups));
+  std::vector<ops::RowScan> want(rows);
+  std::vector<float> want_groups(got_groups.size());
+  cpu().ops().scan_rows(cpu().create_stream(), logits.data(), rows, vocab, want.data(),
+                        want_groups.data());
+  EXPECT_EQ(want[1].argmax, vocab / 3);
+  for (int64_t r = 0; r < rows; ++r) {
+    EXPECT_EQ(got[r].finite, want[r].finite) << "vocab " << vocab << " row " << r;
+    EXPECT_EQ(got[r].argmax, want[r].argmax) << "vocab " << vocab << " row " << r;
+    if (want[r].finite) {
+      EXPECT_EQ(got[r].max, want[r].max) << "vocab " << vocab << " row " << r;
+      for (int64_t g = 0; g < groups; ++g)
+        ASSERT_EQ(got_groups[r * groups + g], want_groups[r * groups + g])
+            << "vocab " << vocab << " row " << r << " group " << g;
+    }
+  }
+  EXPECT_FALSE(want[2].finite);
+}
+
+TEST_P(BackendOps, RowScans) {
+  Device& dev = *backend().device;
+  check_scans(dev, 300, 90);
+  check_scans(dev, 129280, 91);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendOps, ::testing::Range<size_t>(0, backends().size()),

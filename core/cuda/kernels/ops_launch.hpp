@@ -14,6 +14,13 @@
 
 namespace tessera::kernels {
 
+// One row's scan (the layout of ops::RowScan and of plugin_abi.h's ts_row_scan use).
+struct RowScanOut {
+  float max;
+  int32_t argmax;  // lowest column holding max; -1 when the row is not finite
+  bool finite;
+};
+
 // x[rows, width] = weight[width] * x * rsqrt(mean(x^2) + eps), in place (weight null: none).
 cudaError_t launch_rms_norm(float* x, int64_t rows, int64_t width, const float* weight, float eps,
                             cudaStream_t stream);
@@ -65,6 +72,11 @@ cudaError_t launch_hc_post_mix(const float* post, const float* comb, const float
 cudaError_t launch_hc_head_mix(const float* mix, const float* scale, const float* base, float eps,
                                const float* streams, int64_t tokens, int64_t n, int64_t D, float* y,
                                cudaStream_t stream);
+
+// scans[r] and group_max[r, TS_LOGIT_GROUP_COUNT(vocab)] (null: not wanted) of logits
+// [rows, vocab] (row_scan.cu).
+cudaError_t launch_row_scan(const float* logits, int64_t rows, int64_t vocab, RowScanOut* scans,
+                            float* group_max, cudaStream_t stream);
 
 // Rotates the trailing rope_dim channels of x[tokens, heads, width] (interleaved pairs) by
 // positions[t] * inv_freq[i] (inverse: by minus that angle).

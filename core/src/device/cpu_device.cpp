@@ -14,7 +14,9 @@
 #include "kernels/number_formats.cuh"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
+#include "ops/row_scan.hpp"
 #include "ops/swiglu.hpp"
+#include "tessera/plugin_abi.h"
 #include "util/check.hpp"
 
 namespace tessera::device {
@@ -130,6 +132,12 @@ void CpuOps::hc_head_mix(const Stream&, const float* mix, const float* scale, co
                          float eps, const float* streams, int64_t tokens, int64_t n, int64_t D,
                          float* y) const {
   ops::hc_head_mix(mix, *scale, base, eps, streams, n, D, 0, tokens, y);
+}
+
+void CpuOps::scan_rows(const Stream&, const float* logits, int64_t rows, int64_t vocab,
+                       ops::RowScan* scans, float* group_max) const {
+  ops::scan_columns(logits, rows, vocab, 0, vocab, {scans, static_cast<size_t>(rows)}, group_max,
+                    TS_LOGIT_GROUP_COUNT(vocab));
 }
 
 void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, const float* weight,

@@ -37,6 +37,8 @@ class ModuleOps final : public DeviceOps {
   void hc_head_mix(const Stream& stream, const float* mix, const float* scale, const float* base,
                    float eps, const float* streams, int64_t tokens, int64_t n, int64_t D,
                    float* y) const override;
+  void scan_rows(const Stream& stream, const float* logits, int64_t rows, int64_t vocab,
+                 ops::RowScan* scans, float* group_max) const override;
   void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
             int64_t rope_dim, const int32_t* positions, const float* inv_freq,
             bool inverse) const override;

@@ -8,6 +8,7 @@
 
 #include "ops/hyper_mix.hpp"
 #include "ops/moe_routing.hpp"
+#include "ops/row_scan.hpp"
 
 namespace tessera::device {
 
@@ -66,6 +67,11 @@ class DeviceOps {
   virtual void hc_head_mix(const Stream& stream, const float* mix, const float* scale,
                            const float* base, float eps, const float* streams, int64_t tokens,
                            int64_t n, int64_t D, float* y) const = 0;
+  // The vocabulary head's scans of logits [rows, vocab] (ops/row_scan.hpp): scans [rows] and,
+  // when group_max is not null, group_max [rows, TS_LOGIT_GROUP_COUNT(vocab)], in this device's
+  // memory (what the sampler plugin is handed beside the logits).
+  virtual void scan_rows(const Stream& stream, const float* logits, int64_t rows, int64_t vocab,
+                         ops::RowScan* scans, float* group_max) const = 0;
   // Rotates the trailing rope_dim channels of x[tokens, heads, width] by positions[t] *
   // inv_freq[i] (interleaved pairs; inverse: the opposite angle). positions [tokens] int32,
   // inv_freq [rope_dim / 2].
