@@ -106,6 +106,8 @@ typedef struct ts_cuda_device_api {
    * [rows, TS_LOGIT_GROUP_COUNT(vocab)] or null. */
   ts_status (*row_scan)(int32_t ordinal, void* stream, const float* logits, int64_t rows,
                         int64_t vocab, void* scans, float* group_max);
+  ts_status (*rms_norm_bf16)(int32_t ordinal, void* stream, float* x, int64_t rows, int64_t width,
+                             const uint16_t* weight, float eps);
 
   /* 1 for the SIMT emulator's module (libtessera_cuda_emulated.so), 0 for the GPU's. */
   int32_t emulated;

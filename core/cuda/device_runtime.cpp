@@ -307,6 +307,14 @@ ts_status row_scan(int32_t ordinal, void* stream, const float* logits, int64_t r
                      "row_scan");
 }
 
+ts_status rms_norm_bf16(int32_t ordinal, void* stream, float* x, int64_t rows, int64_t width,
+                        const uint16_t* weight, float eps) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_rms_norm_bf16(x, rows, width, weight, eps, as_stream(stream)),
+      "rms_norm_bf16");
+}
+
 #ifdef TESSERA_DEVICE_EMULATION
 constexpr int32_t kEmulated = 1;
 #else
@@ -343,6 +351,7 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  hc_post_mix,
                                  hc_head_mix,
                                  row_scan,
+                                 rms_norm_bf16,
                                  kEmulated};
 
 }  // namespace

@@ -123,15 +123,22 @@ class BackendOps : public ::testing::TestWithParam<size_t> {
   Backend& backend() { return backends().at(GetParam()); }
 };
 
-void check_rms_norm(Device& dev, int64_t rows, int64_t width, bool weighted, uint32_t seed) {
+void check_rms_norm(Device& dev, int64_t rows, int64_t width, bool weighted, uint32_t seed,
+                    bool bf16_weight = false) {
   const Stream s = dev.create_stream();
   const Stream cs = cpu().create_stream();
   std::vector<float> x = random_floats(static_cast<size_t>(rows * width), seed, 3.0f);
   std::vector<float> w = random_floats(static_cast<size_t>(width), seed + 1);
-  DeviceBuffer dx = upload(dev, s, x), dw = upload(dev, s, w);
-  dev.ops().rms_norm(s, dx.as<float>(), rows, width, weighted ? dw.as<float>() : nullptr, 1e-6f);
+  const std::vector<uint16_t> w16 = random_bf16(static_cast<size_t>(width), seed + 1);
+  DeviceBuffer dx = upload(dev, s, x), dw = upload(dev, s, w), dw16 = upload(dev, s, w16);
+  if (bf16_weight) {
+    dev.ops().rms_norm_bf16(s, dx.as<float>(), rows, width, dw16.as<uint16_t>(), 1e-6f);
+    cpu().ops().rms_norm_bf16(cs, x.data(), rows, width, w16.data(), 1e-6f);
+  } else {
+    dev.ops().rms_norm(s, dx.as<float>(), rows, width, weighted ? dw.as<float>() : nullptr, 1e-6f);
+    cpu().ops().rms_norm(cs, x.data(), rows, width, weighted ? w.data() : nullptr, 1e-6f);
+  }
   const std::vector<float> got = download<float>(dev, s, dx, x.size());
-  cpu().ops().rms_norm(cs, x.data(), rows, width, weighted ? w.data() : nullptr, 1e-6f);
   expect_close("rms_norm " + std::to_string(rows) + "x" + std::to_string(width), got, x,
                [&](size_t i) { return 2e-6 * std::fabs(x[i]) + 1e-6; });
 }

@@ -24,6 +24,9 @@ struct RowScanOut {
 // x[rows, width] = weight[width] * x * rsqrt(mean(x^2) + eps), in place (weight null: none).
 cudaError_t launch_rms_norm(float* x, int64_t rows, int64_t width, const float* weight, float eps,
                             cudaStream_t stream);
+// The same with the weight in bf16 (the checkpoint's norms), widened exactly.
+cudaError_t launch_rms_norm_bf16(float* x, int64_t rows, int64_t width, const uint16_t* weight,
+                                 float eps, cudaStream_t stream);
 
 // g[i] = silu(min(g[i], limit)) * clamp(u[i], -limit, limit), i < count (limit 0: no clamp).
 cudaError_t launch_swiglu(float* g, const float* u, int64_t count, float limit,

@@ -148,6 +148,13 @@ void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, cons
     ops::rms_norm_unweighted(x, rows, width, eps);
 }
 
+void CpuOps::rms_norm_bf16(const Stream& stream, float* x, int64_t rows, int64_t width,
+                           const uint16_t* weight, float eps) const {
+  std::vector<float> widened(static_cast<size_t>(width));
+  for (int64_t i = 0; i < width; ++i) widened[i] = widen_bf16(weight[i]);
+  rms_norm(stream, x, rows, width, widened.data(), eps);
+}
+
 void CpuOps::swiglu(const Stream&, float* g, const float* u, int64_t count, float limit) const {
   ops::swiglu(g, u, count, limit);
 }

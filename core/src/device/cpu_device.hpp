@@ -11,6 +11,8 @@ class CpuOps final : public DeviceOps {
  public:
   void rms_norm(const Stream& stream, float* x, int64_t rows, int64_t width, const float* weight,
                 float eps) const override;
+  void rms_norm_bf16(const Stream& stream, float* x, int64_t rows, int64_t width,
+                     const uint16_t* weight, float eps) const override;
   void swiglu(const Stream& stream, float* g, const float* u, int64_t count,
               float limit) const override;
   void embed_bf16(const Stream& stream, const uint16_t* table, int64_t width, const int32_t* ids,

@@ -23,6 +23,12 @@ void ModuleOps::rms_norm(const Stream& stream, float* x, int64_t rows, int64_t w
   check_op(api_.rms_norm(ordinal_, stream.handle(), x, rows, width, weight, eps), "rms_norm");
 }
 
+void ModuleOps::rms_norm_bf16(const Stream& stream, float* x, int64_t rows, int64_t width,
+                              const uint16_t* weight, float eps) const {
+  check_op(api_.rms_norm_bf16(ordinal_, stream.handle(), x, rows, width, weight, eps),
+           "rms_norm_bf16");
+}
+
 void ModuleOps::swiglu(const Stream& stream, float* g, const float* u, int64_t count,
                        float limit) const {
   check_op(api_.swiglu(ordinal_, stream.handle(), g, u, count, limit), "swiglu");

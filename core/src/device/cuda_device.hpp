@@ -14,6 +14,8 @@ class ModuleOps final : public DeviceOps {
   ModuleOps(const ts_cuda_device_api& api, int32_t ordinal) : api_(api), ordinal_(ordinal) {}
   void rms_norm(const Stream& stream, float* x, int64_t rows, int64_t width, const float* weight,
                 float eps) const override;
+  void rms_norm_bf16(const Stream& stream, float* x, int64_t rows, int64_t width,
+                     const uint16_t* weight, float eps) const override;
   void swiglu(const Stream& stream, float* g, const float* u, int64_t count,
               float limit) const override;
   void embed_bf16(const Stream& stream, const uint16_t* table, int64_t width, const int32_t* ids,

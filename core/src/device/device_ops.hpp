@@ -21,6 +21,9 @@ class DeviceOps {
   // x[rows, width] = weight[width] * x * rsqrt(mean(x^2) + eps), in place (weight null: none).
   virtual void rms_norm(const Stream& stream, float* x, int64_t rows, int64_t width,
                         const float* weight, float eps) const = 0;
+  // rms_norm with the weight [width] in bf16, as checkpoints store norms.
+  virtual void rms_norm_bf16(const Stream& stream, float* x, int64_t rows, int64_t width,
+                             const uint16_t* weight, float eps) const = 0;
   // g[i] = silu(min(g[i], limit)) * clamp(u[i], -limit, limit), i < count (limit 0: no clamp).
   virtual void swiglu(const Stream& stream, float* g, const float* u, int64_t count,
                       float limit) const = 0;
