@@ -108,6 +108,11 @@ typedef struct ts_cuda_device_api {
                         int64_t vocab, void* scans, float* group_max);
   ts_status (*rms_norm_bf16)(int32_t ordinal, void* stream, float* x, int64_t rows, int64_t width,
                              const uint16_t* weight, float eps);
+  ts_status (*gather_rows)(int32_t ordinal, void* stream, const float* x, const int64_t* source,
+                           int64_t rows, int64_t width, float* gathered);
+  ts_status (*moe_combine)(int32_t ordinal, void* stream, const float* results, const int64_t* src,
+                           const float* weight, int64_t tokens, int64_t per_token, int64_t width,
+                           float* out);
 
   /* 1 for the SIMT emulator's module (libtessera_cuda_emulated.so), 0 for the GPU's. */
   int32_t emulated;

@@ -315,6 +315,23 @@ ts_status rms_norm_bf16(int32_t ordinal, void* stream, float* x, int64_t rows, i
       "rms_norm_bf16");
 }
 
+ts_status gather_rows(int32_t ordinal, void* stream, const float* x, const int64_t* source,
+                      int64_t rows, int64_t width, float* gathered) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_gather_rows(x, source, rows, width, gathered, as_stream(stream)),
+      "gather_rows");
+}
+
+ts_status moe_combine(int32_t ordinal, void* stream, const float* results, const int64_t* src,
+                      const float* weight, int64_t tokens, int64_t per_token, int64_t width,
+                      float* out) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_moe_combine(results, src, weight, tokens, per_token,
+                                                          width, out, as_stream(stream)),
+                     "moe_combine");
+}
+
 #ifdef TESSERA_DEVICE_EMULATION
 constexpr int32_t kEmulated = 1;
 #else
@@ -352,6 +369,8 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  hc_head_mix,
                                  row_scan,
                                  rms_norm_bf16,
+                                 gather_rows,
+                                 moe_combine,
                                  kEmulated};
 
 }  // namespace

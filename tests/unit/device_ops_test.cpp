@@ -13,6 +13,7 @@
 //   mHC       logits |d| <= 2e-5 sum |x fn| * scale; coefficients, mixes |d| <= 2e-6 |ref| + 1e-6
 //             (expf of the same values; the mixes sum n products in the CPU's order)
 //   row scan  exact (maxima of the same values); a non-finite row: finite = false, argmax -1
+//   gather    exact; combine |d| <= 2e-6 |ref| + 1e-6 (the same products and order)
 //   fp8, fp4  |d| <= 2e-5 sum |q_i s w_i| + 1e-7   the same quantised activations on both sides
 //             (number_formats.cuh is one source), sums in another order
 #include "device/device_ops.hpp"
@@ -528,6 +529,35 @@ TEST_P(BackendOps, RowScans) {
   Device& dev = *backend().device;
   check_scans(dev, 300, 90);
   check_scans(dev, 129280, 91);
+}
+
+// The MoE's gather and combine at Flash's hidden width: 5 tokens, top 6, rows in expert order.
+TEST_P(BackendOps, MoeGatherAndCombine) {
+  Device& dev = *backend().device;
+  const Stream s = dev.create_stream();
+  const int64_t T = 5, K = 6, D = 4096, R = T * K;
+  const std::vector<float> x = random_floats(static_cast<size_t>(T * D), 100);
+  std::vector<int64_t> source(R), src(R);
+  std::mt19937 rng(101);
+  for (int64_t r = 0; r < R; ++r) source[r] = static_cast<int64_t>(rng() % T);
+  for (int64_t i = 0; i < R; ++i) src[i] = (i * 7) % R;  // a permutation of the results
+  const std::vector<float> weight = random_floats(static_cast<size_t>(R), 102, 0.3f);
+  const std::vector<float> results = random_floats(static_cast<size_t>(R * D), 103);
+  std::vector<float> out = random_floats(static_cast<size_t>(T * D), 104);
+  DeviceBuffer dx = upload(dev, s, x), dsource = upload(dev, s, source), dsrc = upload(dev, s, src),
+               dw = upload(dev, s, weight), dres = upload(dev, s, results),
+               dout = upload(dev, s, out), dg = dev.allocate(static_cast<size_t>(R * D) * 4);
+  dev.ops().gather_rows(s, dx.as<float>(), dsource.as<int64_t>(), R, D, dg.as<float>());
+  std::vector<float> gathered(static_cast<size_t>(R * D));
+  cpu().ops().gather_rows(cpu().create_stream(), x.data(), source.data(), R, D, gathered.data());
+  expect_close("gather_rows", download<float>(dev, s, dg, gathered.size()), gathered,
+               [](size_t) { return 0.0; });
+  dev.ops().moe_combine(s, dres.as<float>(), dsrc.as<int64_t>(), dw.as<float>(), T, K, D,
+                        dout.as<float>());
+  cpu().ops().moe_combine(cpu().create_stream(), results.data(), src.data(), weight.data(), T, K, D,
+                          out.data());
+  expect_close("moe_combine", download<float>(dev, s, dout, out.size()), out,
+               [&](size_t i) { return 2e-6 * std::fabs(out[i]) + 1e-6; });
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendOps, ::testing::Range<size_t>(0, backends().size()),

@@ -81,6 +81,14 @@ cudaError_t launch_hc_head_mix(const float* mix, const float* scale, const float
 cudaError_t launch_row_scan(const float* logits, int64_t rows, int64_t vocab, RowScanOut* scans,
                             float* group_max, cudaStream_t stream);
 
+// gathered[r] = x[source[r]] (moe_combine.cu); x [tokens, D], gathered [rows, D].
+cudaError_t launch_gather_rows(const float* x, const int64_t* source, int64_t rows, int64_t D,
+                               float* gathered, cudaStream_t stream);
+// out[t] += sum_k weight[t, k] * results[src[t, k]], k ascending; out [tokens, D].
+cudaError_t launch_moe_combine(const float* results, const int64_t* src, const float* weight,
+                               int64_t tokens, int64_t K, int64_t D, float* out,
+                               cudaStream_t stream);
+
 // Rotates the trailing rope_dim channels of x[tokens, heads, width] (interleaved pairs) by
 // positions[t] * inv_freq[i] (inverse: by minus that angle).
 cudaError_t launch_rope(float* x, int64_t tokens, int64_t heads, int64_t width, int64_t rope_dim,

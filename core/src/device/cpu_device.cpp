@@ -140,6 +140,21 @@ void CpuOps::scan_rows(const Stream&, const float* logits, int64_t rows, int64_t
                     TS_LOGIT_GROUP_COUNT(vocab));
 }
 
+void CpuOps::gather_rows(const Stream&, const float* x, const int64_t* source, int64_t rows,
+                         int64_t D, float* gathered) const {
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(x + source[r] * D, D, gathered + r * D);
+}
+
+// The combine of model/moe.cpp: per token, dst += w * row for its rows in expert order.
+void CpuOps::moe_combine(const Stream&, const float* results, const int64_t* src,
+                         const float* weight, int64_t tokens, int64_t K, int64_t D,
+                         float* out) const {
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t i = 0; i < D; ++i)
+        out[t * D + i] += weight[t * K + k] * results[src[t * K + k] * D + i];
+}
+
 void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, const float* weight,
                       float eps) const {
   if (weight != nullptr)

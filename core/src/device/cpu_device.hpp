@@ -38,6 +38,11 @@ class CpuOps final : public DeviceOps {
                    float* y) const override;
   void scan_rows(const Stream& stream, const float* logits, int64_t rows, int64_t vocab,
                  ops::RowScan* scans, float* group_max) const override;
+  void gather_rows(const Stream& stream, const float* x, const int64_t* source, int64_t rows,
+                   int64_t D, float* gathered) const override;
+  void moe_combine(const Stream& stream, const float* results, const int64_t* src,
+                   const float* weight, int64_t tokens, int64_t K, int64_t D,
+                   float* out) const override;
   void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
             int64_t rope_dim, const int32_t* positions, const float* inv_freq,
             bool inverse) const override;

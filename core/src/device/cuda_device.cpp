@@ -113,6 +113,19 @@ void ModuleOps::scan_rows(const Stream& stream, const float* logits, int64_t row
            "row_scan");
 }
 
+void ModuleOps::gather_rows(const Stream& stream, const float* x, const int64_t* source,
+                            int64_t rows, int64_t D, float* gathered) const {
+  check_op(api_.gather_rows(ordinal_, stream.handle(), x, source, rows, D, gathered),
+           "gather_rows");
+}
+
+void ModuleOps::moe_combine(const Stream& stream, const float* results, const int64_t* src,
+                            const float* weight, int64_t tokens, int64_t K, int64_t D,
+                            float* out) const {
+  check_op(api_.moe_combine(ordinal_, stream.handle(), results, src, weight, tokens, K, D, out),
+           "moe_combine");
+}
+
 void ModuleOps::rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
                      int64_t rope_dim, const int32_t* positions, const float* inv_freq,
                      bool inverse) const {

@@ -51,6 +51,14 @@ class DeviceOps {
   virtual void route_tokens(const Stream& stream, const ops::MoeRouting& routing, float* scores,
                             int64_t tokens, int32_t* picked, float* weights,
                             int64_t* bad) const = 0;
+  // The MoE's routed rows: gathered[r] = x[source[r]] (x [tokens, D], gathered [rows, D]); and
+  // the combine: out[t] += sum_k weight[t, k] * results[src[t, k]], k ascending (the experts'
+  // order), into the shared expert's output out [tokens, D]; src, weight [tokens, K].
+  virtual void gather_rows(const Stream& stream, const float* x, const int64_t* source,
+                           int64_t rows, int64_t D, float* gathered) const = 0;
+  virtual void moe_combine(const Stream& stream, const float* results, const int64_t* src,
+                           const float* weight, int64_t tokens, int64_t K, int64_t D,
+                           float* out) const = 0;
   // The mHC mixes (ops/hyper_mix.hpp): the site's logits mix [T, rows] =
   // (streams[t] . fn^T) * rsqrt(mean(streams[t]^2) + eps) from streams [T, width] and fn
   // [rows, width] fp32; the coefficients pre, post [T, n] and comb [T, n, n] from them (site's
