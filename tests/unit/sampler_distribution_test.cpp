@@ -41,29 +41,31 @@ testing::AssertionResult fits(const std::vector<int64_t>& observed,
 }
 
 struct Case {
-  std::string name;
+  std::string name;  // the rule under test
+  std::string draw;  // the sampler option "draw"
   ts_sampling_params params;
   std::vector<int32_t> prompt;
   std::vector<int32_t> output;
-  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name << "_" << c.draw; }
 };
 
+// Every rule with every draw: each is an exact draw from the same distribution.
 std::vector<Case> cases() {
-  std::vector<Case> all;
+  std::vector<Case> rules;
   ts_sampling_params p = plain_params(11);
   p.temperature = 0.8f;
-  all.push_back({"temperature", p, {}, {}});
+  rules.push_back({"temperature", "", p, {}, {}});
   p = plain_params(12);
   p.top_k = 5;
-  all.push_back({"top_k", p, {}, {}});
+  rules.push_back({"top_k", "", p, {}, {}});
   p = plain_params(13);
   p.temperature = 1.2f;
   p.top_p = 0.8f;
-  all.push_back({"top_p", p, {}, {}});
+  rules.push_back({"top_p", "", p, {}, {}});
   p = plain_params(14);
   p.temperature = 0.9f;
   p.min_p = 0.2f;
-  all.push_back({"min_p", p, {}, {}});
+  rules.push_back({"min_p", "", p, {}, {}});
   p = plain_params(15);
   p.temperature = 0.7f;
   p.top_k = 10;
@@ -72,7 +74,14 @@ std::vector<Case> cases() {
   p.repetition_penalty = 1.3f;
   p.frequency_penalty = 0.4f;
   p.presence_penalty = 0.3f;
-  all.push_back({"combined", p, {0, 3, 3, 7}, {1, 1, 4, 9, 1}});
+  rules.push_back({"combined", "", p, {0, 3, 3, 7}, {1, 1, 4, 9, 1}});
+  std::vector<Case> all;
+  for (const char* draw : {"rejection", "inverse_cdf", "race"}) {
+    for (Case c : rules) {
+      c.draw = draw;
+      all.push_back(c);
+    }
+  }
   return all;
 }
 
@@ -80,7 +89,7 @@ class SamplerDistribution : public testing::TestWithParam<Case> {};
 
 TEST_P(SamplerDistribution, MatchesExactTruncatedSoftmaxAndRejectsNearMisses) {
   const Case& c = GetParam();
-  const PluginInstance sampler = make_sampler(1);
+  const PluginInstance sampler = make_sampler(1, c.draw);
   const auto tokens = draw_tokens(sampler, kLogits, c.params, kDraws, &c.prompt, &c.output);
   const auto observed = histogram(tokens, kLogits.size());
 
@@ -118,7 +127,7 @@ TEST_P(SamplerDistribution, MatchesExactTruncatedSoftmaxAndRejectsNearMisses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Standard, SamplerDistribution, testing::ValuesIn(cases()),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& info) { return info.param.name + "_" + info.param.draw; });
 
 TEST(SamplerTruncation, TopKOneAlwaysTakesTheArgmax) {
   const PluginInstance sampler = make_sampler(1);

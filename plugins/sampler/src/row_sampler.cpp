@@ -10,6 +10,7 @@
 #include "group_scan.hpp"
 #include "kept_set.hpp"
 #include "logprobs.hpp"
+#include "race_draw.hpp"
 #include "rejection_draw.hpp"
 #include "row_scan.hpp"
 
@@ -82,12 +83,45 @@ std::span<const float> consistent_groups(const ts_row_scan* scan, const RowHints
   return {hints.group_max, static_cast<size_t>(logit_group_count(vocab))};
 }
 
+// The coupled draw (race_draw.hpp) over the row's kept set: every token, the top-k survivors
+// (removed ones are -inf), or for top-p and min-p the tokens the scalar path's weights keep.
+int32_t race_row(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
+                 RowWorkspace& ws) {
+  const ts_sampling_params& params = row.params;
+  const int32_t vocab = static_cast<int32_t>(raw.size());
+  const bool penalised = penalties_active(params);
+  const bool top_k = params.top_k > 0 && params.top_k < vocab;
+  std::span<const float> logits = raw;
+  float l_max = raw_max;
+  if (penalised || top_k) {
+    const std::span<float> values = sized(ws.values, vocab);
+    std::copy(raw.begin(), raw.end(), values.begin());
+    apply_penalties(row, values, ws.penalties);
+    apply_top_k(values, params.top_k, ws.truncation.selection);
+    l_max = scan_row(values).max;  // top-k keeps the max, so this is the penalised row's max
+    logits = values;
+  }
+  std::span<const float> kept;
+  if (truncated(params)) {
+    const std::span<float> weights = sized(ws.weights, vocab);
+    std::copy(logits.begin(), logits.end(), weights.begin());
+    ts_sampling_params already_cut = params;
+    already_cut.top_k = 0;  // logits already hold the top-k cut
+    logits_to_sampling_weights(weights, already_cut, ws.truncation);
+    kept = weights;
+  }
+  return race_draw(logits, l_max, params.temperature, params.seed, row.rng_counter, kept);
+}
+
 // raw_groups: the raw row's group maxima (empty when not found: the row's own pass finds them).
 // prepared: the row's envelope when prepare_row built it (from raw, raw_groups and raw_max).
 int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
                          std::span<const float> raw_groups, DrawMethod draw, RowWorkspace& ws,
                          const PreparedRow* prepared) {
   const ts_sampling_params& params = row.params;
+  if (draw == DrawMethod::kRace) {
+    return race_row(row, raw, raw_max, ws);
+  }
   const double u = counter_uniform(params.seed, row.rng_counter);
   const int32_t vocab = static_cast<int32_t>(raw.size());
   const bool penalised = penalties_active(params);
