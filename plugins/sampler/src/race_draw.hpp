@@ -19,10 +19,11 @@
 // draws start from), u_j = (2k + 1) 2^-53 with k the top 52 bits of mix64(b + (j + 1) gamma): the
 // (j + 1)-th output of a SplitMix64 stream keyed by b, in (0, 1) open at both ends.
 //
-// Cost: one pass for the maxima of 16-column blocks, then per block not ruled out a hash per
-// column; a column's log-log is evaluated only when its uniform is high enough to beat the best
-// score so far given the block's max (a bound from the block max, so skipping is exact). A row's
-// best score starts at its max column's. About one mix64 per column and a handful of logs per row.
+// Cost: one pass finds each column group's max logit and largest noise (the ABI's groups of 16
+// columns 16 apart); a group whose bound cannot beat the best score so far is passed over
+// (skipping is exact: the bound is an upper bound), the few others compare each member's noise
+// with the exact threshold, and only members above it take the two logs. About one mix64 per
+// column and a handful of logs per row.
 #pragma once
 
 #include <cstdint>

@@ -83,8 +83,30 @@ std::span<const float> consistent_groups(const ts_row_scan* scan, const RowHints
   return {hints.group_max, static_cast<size_t>(logit_group_count(vocab))};
 }
 
+// Top-p and min-p on the vectorised weights, certified to keep the scalar path's set (the
+// positive weights), retried on libm's weights; false when neither can be certified.
+bool certified_kept_set(std::span<const float> logits, float l_max,
+                        const ts_sampling_params& params, std::span<float> weights,
+                        RowWorkspace& ws) {
+  fast_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
+  const WeightBound* bound = &kFastWeights;
+  if (params.top_p < 1.0f &&
+      !certified_top_p(weights, ws.sums, params.top_p, kFastWeights, ws.top_p)) {
+    libm_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
+    bound = &kLibmWeights;
+    if (!certified_top_p(weights, ws.sums, params.top_p, kLibmWeights, ws.top_p)) {
+      return false;
+    }
+  }
+  if (params.min_p > 0.0f) {
+    certified_min_p(logits, l_max, params.temperature, params.min_p, weights, ws.sums, *bound);
+  }
+  return true;
+}
+
 // The coupled draw (race_draw.hpp) over the row's kept set: every token, the top-k survivors
-// (removed ones are -inf), or for top-p and min-p the tokens the scalar path's weights keep.
+// (removed ones are -inf), or for top-p and min-p the tokens the scalar path's weights keep
+// (certified_kept_set, else the scalar path itself).
 int32_t race_row(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
                  RowWorkspace& ws) {
   const ts_sampling_params& params = row.params;
@@ -104,10 +126,12 @@ int32_t race_row(const ts_sampler_row& row, std::span<const float> raw, float ra
   std::span<const float> kept;
   if (truncated(params)) {
     const std::span<float> weights = sized(ws.weights, vocab);
-    std::copy(logits.begin(), logits.end(), weights.begin());
-    ts_sampling_params already_cut = params;
-    already_cut.top_k = 0;  // logits already hold the top-k cut
-    logits_to_sampling_weights(weights, already_cut, ws.truncation);
+    if (!certified_kept_set(logits, l_max, params, weights, ws)) {
+      std::copy(logits.begin(), logits.end(), weights.begin());
+      ts_sampling_params already_cut = params;
+      already_cut.top_k = 0;  // logits already hold the top-k cut
+      logits_to_sampling_weights(weights, already_cut, ws.truncation);
+    }
     kept = weights;
   }
   return race_draw(logits, l_max, params.temperature, params.seed, row.rng_counter, kept);
