@@ -1,7 +1,7 @@
-// Statistical and boundary tests of the "standard" sampler's draws: 100k draws per parameter set
-// against the exact truncated, renormalised softmax (chi-square, fixed seeds, significance 1e-4),
-// plus proof that the test rejects a slightly wrong distribution, plus top-k / top-p / min-p
-// edge cases.
+// Statistical and boundary tests of the "standard" sampler's three draws (rejection, inverse_cdf,
+// race), each: 100k draws per parameter set against the exact truncated, renormalised softmax
+// (chi-square, fixed seeds, significance 1e-4), plus proof that the test rejects a slightly wrong
+// distribution, plus top-k / top-p / min-p edge cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,16 +129,19 @@ TEST_P(SamplerDistribution, MatchesExactTruncatedSoftmaxAndRejectsNearMisses) {
 INSTANTIATE_TEST_SUITE_P(Standard, SamplerDistribution, testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name + "_" + info.param.draw; });
 
-TEST(SamplerTruncation, TopKOneAlwaysTakesTheArgmax) {
-  const PluginInstance sampler = make_sampler(1);
+// The boundary cases below, for each draw (the option "draw").
+class SamplerTruncation : public testing::TestWithParam<std::string> {};
+
+TEST_P(SamplerTruncation, TopKOneAlwaysTakesTheArgmax) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params p = plain_params(3);
   p.temperature = 5.0f;
   p.top_k = 1;
   for (const int32_t t : draw_tokens(sampler, kLogits, p, 2000)) ASSERT_EQ(t, 1);
 }
 
-TEST(SamplerTruncation, TopKOneKeepsEveryTokenTiedForFirst) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TopKOneKeepsEveryTokenTiedForFirst) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   const std::vector<float> logits = {0.0f, 3.0f, 1.0f, 3.0f, 2.9f};
   ts_sampling_params p = plain_params(4);
   p.top_k = 1;
@@ -148,8 +151,8 @@ TEST(SamplerTruncation, TopKOneKeepsEveryTokenTiedForFirst) {
   EXPECT_NEAR(counts[1], 10000, 355);
 }
 
-TEST(SamplerTruncation, TopKAtOrAboveVocabIsOff) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TopKAtOrAboveVocabIsOff) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params off = plain_params(5);
   const auto reference = draw_tokens(sampler, kLogits, off, 3000);
   for (const int32_t k : {16, 17, 1000000}) {
@@ -163,16 +166,16 @@ TEST(SamplerTruncation, TopKAtOrAboveVocabIsOff) {
   EXPECT_EQ(counts[14], 0);
 }
 
-TEST(SamplerTruncation, TinyTopPKeepsOnlyTheMostLikelyToken) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TinyTopPKeepsOnlyTheMostLikelyToken) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params p = plain_params(6);
   p.temperature = 3.0f;
   p.top_p = 1e-6f;
   for (const int32_t t : draw_tokens(sampler, kLogits, p, 2000)) ASSERT_EQ(t, 1);
 }
 
-TEST(SamplerTruncation, TopPKeepsTheSmallestPrefixReachingTheMass) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TopPKeepsTheSmallestPrefixReachingTheMass) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   const std::vector<float> logits = {0.0f, 1.0f, -0.5f};  // probabilities sorted: 1, 0, 2
   const auto exact =
       reference_distribution(reference_penalised(logits, plain_params(), {}, {}), plain_params());
@@ -190,8 +193,8 @@ TEST(SamplerTruncation, TopPKeepsTheSmallestPrefixReachingTheMass) {
   EXPECT_GT(counts[2], 0);
 }
 
-TEST(SamplerTruncation, AllEqualLogitsKeepEveryTokenWhateverTheCut) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, AllEqualLogitsKeepEveryTokenWhateverTheCut) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   const std::vector<float> logits(8, 0.25f);
   const std::vector<double> uniform(8, 1.0 / 8);
   ts_sampling_params p = plain_params(8);
@@ -202,20 +205,24 @@ TEST(SamplerTruncation, AllEqualLogitsKeepEveryTokenWhateverTheCut) {
   EXPECT_TRUE(fits(observed, uniform));
 }
 
-TEST(SamplerTruncation, MinPOneKeepsOnlyTheMostLikely) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, MinPOneKeepsOnlyTheMostLikely) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params p = plain_params(9);
   p.temperature = 2.0f;
   p.min_p = 1.0f;
   for (const int32_t t : draw_tokens(sampler, kLogits, p, 2000)) ASSERT_EQ(t, 1);
 }
 
-TEST(SamplerTruncation, TinyTemperatureBehavesAsArgmax) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TinyTemperatureBehavesAsArgmax) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params p = plain_params(10);
   p.temperature = 1e-30f;
   for (const int32_t t : draw_tokens(sampler, kLogits, p, 2000)) ASSERT_EQ(t, 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryDraw, SamplerTruncation,
+                         testing::Values("rejection", "inverse_cdf", "race"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace tessera::sampler_test
