@@ -1,9 +1,10 @@
 // The coupled draw (option draw = "race", plugins/sampler/src/race_draw.*): docs/sampler.md
 // "Coupled draw" defines it; this file writes the definition out (noise per token, Gumbel scores,
 // argmax over the kept set) and compares token for token, so the plugin's pruning of columns that
-// cannot win is shown to change nothing; fits large rows to the exact softmax; and measures the
-// coupling itself: a logit moved by 1e-6 changes almost no token, and two rows that differ a
-// little disagree at most as often as their total-variation distance allows.
+// cannot win is shown to change nothing (the host's group maxima neither); fits large rows to the
+// exact softmax; and measures the coupling itself: a logit moved by 1e-6 changes almost no token,
+// and two rows that differ a little disagree at most as often as their total-variation distance
+// allows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -191,6 +192,50 @@ TEST(SamplerRace, TwoCloseRowsDisagreeAtMostAsTheirTotalVariationAllows) {
               << ", rejection " << rejection << "\n";
     EXPECT_LE(race, bound + allowance) << "TV " << tv;
     EXPECT_GT(race, 0.0) << "the rows differ: some token must";
+  }
+}
+
+// The host's group maxima (sample_grouped, ABI 1.2) spare the race reading the logits; the tokens
+// are those sample gives and the definition's. 4000 columns: a partial last block of 160.
+TEST(SamplerRace, HostGroupMaximaGiveTheTokensSampleGives) {
+  const PluginInstance sampler = make_sampler(2, "race");
+  const auto& table = sampler.table<ts_sampler_table>();
+  ASSERT_NE(table.sample_grouped, nullptr);
+  std::mt19937_64 rng(14);
+  constexpr int32_t kVocab = 4000;
+  std::vector<std::vector<float>> logits, groups;
+  std::vector<ts_sampler_row> rows;
+  std::vector<ts_row_groups> hints;
+  for (int i = 0; i < 32; ++i) {
+    logits.push_back(gaussian_row(rng, kVocab, i % 2 == 0 ? 1.0f : 5.0f));
+    std::vector<float> g(TS_LOGIT_GROUP_COUNT(kVocab), -INFINITY);
+    for (int32_t c = 0; c < kVocab; ++c) {
+      float& m = g[(c / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES + c % TS_LOGIT_GROUP_LANES];
+      m = std::max(m, logits.back()[c]);
+    }
+    groups.push_back(std::move(g));
+  }
+  for (int i = 0; i < 32; ++i) {
+    ts_sampling_params p = plain_params(300 + i);
+    if (i % 4 == 1) p.top_p = 0.9f;
+    if (i % 4 == 2) p.min_p = 0.05f;
+    rows.push_back(make_row(logits[i], p, static_cast<uint64_t>(i)));
+    const auto top = std::max_element(logits[i].begin(), logits[i].end());
+    hints.push_back({{*top, top - logits[i].begin()}, groups[i].data()});
+  }
+  std::vector<ts_sampler_result> plain(rows.size()), grouped(rows.size());
+  ASSERT_EQ(call_sample(sampler, rows, kVocab, plain).code, TS_OK);
+  ASSERT_EQ(table
+                .sample_grouped(sampler.get(), rows.data(), hints.data(),
+                                static_cast<int32_t>(rows.size()), kVocab, grouped.data())
+                .code,
+            TS_OK);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(grouped[i].token, plain[i].token) << "row " << i;
+    const std::vector<double> kept = reference_distribution(
+        std::vector<double>(logits[i].begin(), logits[i].end()), rows[i].params);
+    EXPECT_EQ(plain[i].token, reference_race(logits[i], kept, 1.0f, rows[i].params.seed, i))
+        << "row " << i;
   }
 }
 

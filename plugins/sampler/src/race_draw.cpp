@@ -48,6 +48,20 @@ TS_SAMPLER_CLONES void scan_span(const float* logits, uint64_t row_bits, int64_t
   }
 }
 
+// The noise half of scan_span, for a row whose group maxima are known.
+TS_SAMPLER_CLONES void span_noise(uint64_t row_bits, int64_t begin,
+                                  uint64_t* group_noise) noexcept {
+  uint64_t most_k[kLanes];
+  for (int64_t i = 0; i < kLanes; ++i) most_k[i] = race_noise_bits(row_bits, begin + i) >> 12;
+  for (int64_t m = 1; m < kLanes; ++m) {
+    for (int64_t i = 0; i < kLanes; ++i) {
+      const uint64_t k = race_noise_bits(row_bits, begin + m * kLanes + i) >> 12;
+      most_k[i] = k > most_k[i] ? k : most_k[i];
+    }
+  }
+  for (int64_t i = 0; i < kLanes; ++i) group_noise[i] = most_k[i];
+}
+
 // The same for a last, partial span of `columns` < kSpan columns (empty groups: max -inf).
 void scan_partial_span(const float* logits, int64_t columns, uint64_t row_bits, int64_t begin,
                        float* group_max, uint64_t* group_noise) noexcept {
@@ -80,7 +94,8 @@ double race_gumbel(uint64_t bits) noexcept {
 }
 
 int32_t race_draw(std::span<const float> logits, float l_max, float temperature, uint64_t seed,
-                  uint64_t rng_counter, std::span<const float> kept) noexcept {
+                  uint64_t rng_counter, std::span<const float> group_max_of_row,
+                  std::span<const float> kept) noexcept {
   const auto vocab = static_cast<int64_t>(logits.size());
   const uint64_t row_bits = counter_bits(seed, rng_counter);
   const double top = l_max;
@@ -98,7 +113,15 @@ int32_t race_draw(std::span<const float> logits, float l_max, float temperature,
   uint64_t group_noise[kLanes];
   for (int64_t span = 0; span < vocab; span += kSpan) {
     const int64_t columns = std::min(kSpan, vocab - span);
-    if (columns == kSpan) {
+    if (!group_max_of_row.empty()) {
+      std::copy_n(group_max_of_row.data() + span / kSpan * kLanes, kLanes, group_max);
+      if (columns == kSpan) {
+        span_noise(row_bits, span, group_noise);
+      } else {
+        float unused[kLanes];
+        scan_partial_span(logits.data() + span, columns, row_bits, span, unused, group_noise);
+      }
+    } else if (columns == kSpan) {
       scan_span(logits.data() + span, row_bits, span, group_max, group_noise);
     } else {
       scan_partial_span(logits.data() + span, columns, row_bits, span, group_max, group_noise);

@@ -42,11 +42,14 @@ namespace tessera::sampler {
 [[nodiscard]] double race_gumbel(uint64_t bits) noexcept;
 
 // logits: [vocab] the penalised logits (removed top-k tokens may be -inf); l_max their max.
-// kept: empty (every finite logit competes) or [vocab] weights of which only the positive ones
-// compete (the truncated row's kept set, truncation.hpp); the argmax column must compete.
-// Returns the token.
+// group_max: empty, or [logit_group_count(vocab)] upper bounds of each column group's logits
+// (group_scan.hpp: the row's own or the host's maxima), which spare the race reading the logits
+// of groups that cannot win. kept: empty (every finite logit competes) or [vocab] weights of
+// which only the positive ones compete (the truncated row's kept set, truncation.hpp); the
+// argmax column must compete. Returns the token; the maxima change nothing but the time.
 [[nodiscard]] int32_t race_draw(std::span<const float> logits, float l_max, float temperature,
                                 uint64_t seed, uint64_t rng_counter,
+                                std::span<const float> group_max,
                                 std::span<const float> kept) noexcept;
 
 }  // namespace tessera::sampler

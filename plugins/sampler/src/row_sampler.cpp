@@ -58,6 +58,13 @@ bool rejection_row(const ts_sampling_params& params, int32_t vocab, DrawMethod d
          (params.top_k <= 0 || params.top_k >= vocab);
 }
 
+// Whether the row races on its raw logits (no top-k; penalties checked by the caller), so that
+// its group maxima spare the race a pass.
+bool race_on_raw_row(const ts_sampling_params& params, int32_t vocab, DrawMethod draw) {
+  return draw == DrawMethod::kRace && params.temperature > 0.0f &&
+         (params.top_k <= 0 || params.top_k >= vocab);
+}
+
 bool truncated(const ts_sampling_params& params) {
   return params.top_p < 1.0f || params.min_p > 0.0f;
 }
@@ -107,15 +114,18 @@ bool certified_kept_set(std::span<const float> logits, float l_max,
 // The coupled draw (race_draw.hpp) over the row's kept set: every token, the top-k survivors
 // (removed ones are -inf), or for top-p and min-p the tokens the scalar path's weights keep
 // (certified_kept_set, else the scalar path itself).
+// raw_groups: the raw row's group maxima when known (used when the race runs on the raw row).
 int32_t race_row(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
-                 RowWorkspace& ws) {
+                 std::span<const float> raw_groups, RowWorkspace& ws) {
   const ts_sampling_params& params = row.params;
   const int32_t vocab = static_cast<int32_t>(raw.size());
   const bool penalised = penalties_active(params);
   const bool top_k = params.top_k > 0 && params.top_k < vocab;
   std::span<const float> logits = raw;
   float l_max = raw_max;
+  std::span<const float> groups = raw_groups;
   if (penalised || top_k) {
+    groups = {};
     const std::span<float> values = sized(ws.values, vocab);
     std::copy(raw.begin(), raw.end(), values.begin());
     apply_penalties(row, values, ws.penalties);
@@ -134,7 +144,7 @@ int32_t race_row(const ts_sampler_row& row, std::span<const float> raw, float ra
     }
     kept = weights;
   }
-  return race_draw(logits, l_max, params.temperature, params.seed, row.rng_counter, kept);
+  return race_draw(logits, l_max, params.temperature, params.seed, row.rng_counter, groups, kept);
 }
 
 // raw_groups: the raw row's group maxima (empty when not found: the row's own pass finds them).
@@ -144,7 +154,7 @@ int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, 
                          const PreparedRow* prepared) {
   const ts_sampling_params& params = row.params;
   if (draw == DrawMethod::kRace) {
-    return race_row(row, raw, raw_max, ws);
+    return race_row(row, raw, raw_max, raw_groups, ws);
   }
   const double u = counter_uniform(params.seed, row.rng_counter);
   const int32_t vocab = static_cast<int32_t>(raw.size());
@@ -250,7 +260,8 @@ RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vo
   RowScan scan;
   if (scanned) {
     scan = RowScan{host_scan->max, true};
-  } else if (rejection_row(row.params, vocab, draw) && !penalties_active(row.params)) {
+  } else if ((rejection_row(row.params, vocab, draw) || race_on_raw_row(row.params, vocab, draw)) &&
+             !penalties_active(row.params)) {
     workspace.group_max.resize(static_cast<size_t>(logit_group_count(vocab)));
     scan = scan_row_groups(raw, workspace.group_max);  // one pass: the scan and the groups
     groups = workspace.group_max;
