@@ -20,24 +20,41 @@
 namespace tessera::sampler_test {
 namespace {
 
-// The definition: u_j = (2k + 1) 2^-53, k = mix64(b + (j + 1) gamma) >> 12 with b the row's draw
-// bits; score (l_j - l_max) / T - log(-log(u_j)) over the kept tokens; the highest score, the
-// lowest id among equal ones. logits are the penalised row as floats.
+// The definition (docs/sampler.md "Coupled draw"), one column at a time: column c of group
+// g = (c / 256) 16 + c % 16, member m = (c % 256) / 16 of the group's n; U(x) = (2 (x >> 12) + 1)
+// 2^-53; the group's top member floor(n h / 2^64) has E = -log(U(mix64(b + (2g + 1) gamma))) / n,
+// h = mix64(b + (2g + 2) gamma); any other E_top - log(U(mix64(b' + (c + 1) gamma))),
+// b' = mix64(b ^ 0x6A09E667F3BCC909); score (l_c - l_max) / T - log(E) over the kept columns; the
+// highest score, the lowest id among equal ones. logits are the penalised row as floats.
 int32_t reference_race(const std::vector<float>& logits,
                        const std::vector<double>& kept_probability, float temperature,
                        uint64_t seed, uint64_t counter) {
-  const uint64_t bits = reference_draw_bits(seed, counter);
+  const uint64_t b = reference_draw_bits(seed, counter);
+  const uint64_t member_key = reference_mix64(b ^ 0x6A09E667F3BCC909ULL);
+  const auto vocab = static_cast<int64_t>(logits.size());
+  auto uniform = [](uint64_t x) { return static_cast<double>(2 * (x >> 12) + 1) * 0x1.0p-53; };
   const double top = *std::max_element(logits.begin(), logits.end());
   int32_t best = -1;
   double best_score = -INFINITY;
-  for (size_t j = 0; j < logits.size(); ++j) {
-    if (kept_probability[j] <= 0.0) continue;
-    const uint64_t k = reference_mix64(bits + static_cast<uint64_t>(j + 1) * kGamma) >> 12;
-    const double u = static_cast<double>(2 * k + 1) * 0x1.0p-53;
-    const double s = (static_cast<double>(logits[j]) - top) / static_cast<double>(temperature) -
-                     std::log(-std::log(u));
+  for (int64_t c = 0; c < vocab; ++c) {
+    if (kept_probability[c] <= 0.0) continue;
+    const int64_t block = c / 256, lane = c % 16, member = (c % 256) / 16;
+    const int64_t g = block * 16 + lane;
+    int64_t n = 0;
+    for (int64_t x = block * 256 + lane; x < std::min(vocab, block * 256 + 256); x += 16) ++n;
+    const double e_top =
+        -std::log(uniform(reference_mix64(b + static_cast<uint64_t>(2 * g + 1) * kGamma))) /
+        static_cast<double>(n);
+    const uint64_t h = reference_mix64(b + static_cast<uint64_t>(2 * g + 2) * kGamma);
+    const auto pick = static_cast<int64_t>((static_cast<unsigned __int128>(h) * n) >> 64);
+    const double e = member == pick
+                         ? e_top
+                         : e_top - std::log(uniform(reference_mix64(
+                                       member_key + static_cast<uint64_t>(c + 1) * kGamma)));
+    const double s =
+        (static_cast<double>(logits[c]) - top) / static_cast<double>(temperature) - std::log(e);
     if (best < 0 || s > best_score) {
-      best = static_cast<int32_t>(j);
+      best = static_cast<int32_t>(c);
       best_score = s;
     }
   }
