@@ -125,7 +125,7 @@ void print(const char* what, const AbReport& report) {
 }
 
 // bf16 vs fp8 on models/tiny-dsv4 (temperature 0.6, top-p 0.95), 4 prompts x 4 seeds x 48 tokens:
-// ~520 decisions from identical contexts (outputs that stop early have fewer). The coupled draw
+// ~580 decisions from identical contexts (outputs that stop early have fewer). The coupled draw
 // parts with probability <= 2 TV per decision, so the number parted is at most a sum of Bernoullis
 // of mean m <= 2 n TV; the test allows 3 n TV + 3 sqrt(3 n TV) + 1 (more than 3 Poisson standard
 // deviations above the bound).
