@@ -71,9 +71,9 @@ std::vector<ArmEngine> start_engines(const Config& config, const tokenizer::Toke
     arm.engine = std::make_unique<engine::Engine>(
         *arm.runtime, engine::EngineOptions::from_config(arm_config), tokenizer);
     if (!config.ab.arms.empty()) {
-      spdlog::info("A/B arm \"{}\" (weight {}): kv_cache {}, attention {}, sampler {}",
+      spdlog::info("A/B arm \"{}\" (weight {}): kv_cache {}, attention {}, sampler {} {}",
                    config.ab.arms[i].name, config.ab.arms[i].weight, options.kv_plugin,
-                   options.attention_plugin, options.sampler_plugin);
+                   options.attention_plugin, options.sampler_plugin, options.sampler_options_json);
     }
     arms.push_back(std::move(arm));
   }
