@@ -23,10 +23,10 @@
 //     b' = mix64(b ^ kMemberKey): independent uniforms below the max; so E_j = E_top - log(W_j).
 // Together: n_g independent uniforms, a function of (seed, rng_counter, column) only.
 //
-// Cost: per group its max logit (the host's or the row's scan) and one hash; the group is passed
-// over when an integer bound of its largest variate cannot reach the best score so far
-// (exact: the bound is an upper bound); a few groups a row take a log for their top variate, and
-// only those whose top variate can win draw their members.
+// Cost: per group its max logit (the host's or the row's scan) and one hash, which give an upper
+// bound of the group's best score; the group of the largest bound races first, then only the
+// groups whose bound can still beat the best score (exact: the bounds are upper bounds) take a
+// log for their top variate, and only those whose top variate can win draw their members.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +41,11 @@ namespace tessera::sampler {
 // (group_scan.hpp: the row's own or the host's maxima), which spare the race a pass over the
 // logits. kept: empty (every finite logit competes) or [vocab] weights of which only the positive
 // ones compete (the truncated row's kept set, truncation.hpp); the argmax column must compete.
-// Returns the token; the maxima change nothing but the time.
+// bounds: [logit_group_count(vocab)] scratch. Returns the token; the maxima change nothing but the
+// time.
 [[nodiscard]] int32_t race_draw(std::span<const float> logits, float l_max, float temperature,
                                 uint64_t seed, uint64_t rng_counter,
-                                std::span<const float> group_max,
-                                std::span<const float> kept) noexcept;
+                                std::span<const float> group_max, std::span<const float> kept,
+                                std::span<double> bounds) noexcept;
 
 }  // namespace tessera::sampler

@@ -144,7 +144,9 @@ int32_t race_row(const ts_sampler_row& row, std::span<const float> raw, float ra
     }
     kept = weights;
   }
-  return race_draw(logits, l_max, params.temperature, params.seed, row.rng_counter, groups, kept);
+  ws.race_bounds.resize(static_cast<size_t>(logit_group_count(vocab)));
+  return race_draw(logits, l_max, params.temperature, params.seed, row.rng_counter, groups, kept,
+                   ws.race_bounds);
 }
 
 // raw_groups: the raw row's group maxima (empty when not found: the row's own pass finds them).
