@@ -22,7 +22,7 @@ import sys
 import tempfile
 import zlib
 
-PLOT_COUNT = 4  # ab/report_html.hpp kHtmlPlotCount
+PLOT_COUNT = 5  # ab/report_html.hpp kHtmlPlotCount
 WINDOW = (1040, 1400)
 
 
@@ -180,6 +180,7 @@ def main():
         "plot-kl": [len(curves["kl_max_by_position"]), len(curves["kl_mean_by_position"])],
         "plot-agreement": [len(curves["top1_agreement_by_position"])],
         "plot-free-running": [len(curves["free_running_agreement_by_output_index"])],
+        "plot-coupling": [len(curves["at_risk_by_output_index"])] * 2,
         "plot-speed": [],
     }
     plots = []

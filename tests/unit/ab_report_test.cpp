@@ -84,6 +84,12 @@ TEST(AbReportJson, ParsesAndCarriesTheSummaries) {
   const AbReport r = sample_report();
   const std::string text = report_to_json(r).dump(2);
   const nlohmann::json j = nlohmann::json::parse(text);
+  // Coupling: p0 3 decisions at risk (length), p1's output unscored, p2 1 (parted at 0), p3 2
+  // (its token and the stop).
+  EXPECT_EQ(j["coupling"]["at_risk"], 6);
+  EXPECT_EQ(j["coupling"]["diverged"], 1);
+  EXPECT_EQ(j["curves"]["at_risk_by_output_index"], nlohmann::json({3, 2, 1}));
+  EXPECT_EQ(j["curves"]["diverged_by_output_index"], nlohmann::json({1, 0, 0}));
   EXPECT_EQ(j["schema"], "tessera.ab/1");
   EXPECT_EQ(j["arms"]["b"]["kv_cache"], "fp8");
   EXPECT_EQ(j["differences"][0]["key"], "kv_cache.plugin");
@@ -134,8 +140,9 @@ TEST(AbReportHtml, SelfContainedEscapedAndEveryPlotDrawn) {
   EXPECT_EQ(count(html, "https://"), 0u);
   EXPECT_EQ(count(html, "<svg class=\"plot\""), static_cast<size_t>(kHtmlPlotCount));
   EXPECT_EQ(count(html, "<rect class=\"frame\""), static_cast<size_t>(kHtmlPlotCount));
-  // KL: mean + max; agreement: 1; free-running: 1 polyline. Speed: 2 groups x 2 arms.
-  EXPECT_EQ(count(html, "<polyline class=\"series\""), 4u);
+  // KL: mean + max; agreement: 1; free-running: 1; coupling: bound + parted. Speed: 2 groups x 2
+  // arms.
+  EXPECT_EQ(count(html, "<polyline class=\"series\""), 6u);
   EXPECT_EQ(count(html, "<rect class=\"bar\""), 4u);
   // Every polyline has as many points as its curve.
   const std::regex poly("<polyline[^>]*points=\"([^\"]*)\"");
@@ -143,7 +150,8 @@ TEST(AbReportHtml, SelfContainedEscapedAndEveryPlotDrawn) {
   for (auto it = std::sregex_iterator(html.begin(), html.end(), poly); it != std::sregex_iterator();
        ++it)
     points.push_back(count((*it)[1].str(), ","));
-  EXPECT_EQ(points, (std::vector<size_t>{5, 5, 5, 3}));
+  // Coupling: output indices 0..2 (p0's three tokens at risk; p1's output was not scored).
+  EXPECT_EQ(points, (std::vector<size_t>{5, 5, 5, 3, 3, 3}));
 }
 
 TEST(AbReportText, NamesEverySection) {

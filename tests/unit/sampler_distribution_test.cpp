@@ -1,7 +1,7 @@
-// Statistical and boundary tests of the "standard" sampler's draws: 100k draws per parameter set
-// against the exact truncated, renormalised softmax (chi-square, fixed seeds, significance 1e-4),
-// plus proof that the test rejects a slightly wrong distribution, plus top-k / top-p / min-p
-// edge cases.
+// Statistical and boundary tests of the "standard" sampler's three draws (rejection, inverse_cdf,
+// race), each: 100k draws per parameter set against the exact truncated, renormalised softmax
+// (chi-square, fixed seeds, significance 1e-4), plus proof that the test rejects a slightly wrong
+// distribution, plus top-k / top-p / min-p edge cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,29 +41,31 @@ testing::AssertionResult fits(const std::vector<int64_t>& observed,
 }
 
 struct Case {
-  std::string name;
+  std::string name;  // the rule under test
+  std::string draw;  // the sampler option "draw"
   ts_sampling_params params;
   std::vector<int32_t> prompt;
   std::vector<int32_t> output;
-  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+  friend void PrintTo(const Case& c, std::ostream* os) { *os << c.name << "_" << c.draw; }
 };
 
+// Every rule with every draw: each is an exact draw from the same distribution.
 std::vector<Case> cases() {
-  std::vector<Case> all;
+  std::vector<Case> rules;
   ts_sampling_params p = plain_params(11);
   p.temperature = 0.8f;
-  all.push_back({"temperature", p, {}, {}});
+  rules.push_back({"temperature", "", p, {}, {}});
   p = plain_params(12);
   p.top_k = 5;
-  all.push_back({"top_k", p, {}, {}});
+  rules.push_back({"top_k", "", p, {}, {}});
   p = plain_params(13);
   p.temperature = 1.2f;
   p.top_p = 0.8f;
-  all.push_back({"top_p", p, {}, {}});
+  rules.push_back({"top_p", "", p, {}, {}});
   p = plain_params(14);
   p.temperature = 0.9f;
   p.min_p = 0.2f;
-  all.push_back({"min_p", p, {}, {}});
+  rules.push_back({"min_p", "", p, {}, {}});
   p = plain_params(15);
   p.temperature = 0.7f;
   p.top_k = 10;
@@ -72,7 +74,14 @@ std::vector<Case> cases() {
   p.repetition_penalty = 1.3f;
   p.frequency_penalty = 0.4f;
   p.presence_penalty = 0.3f;
-  all.push_back({"combined", p, {0, 3, 3, 7}, {1, 1, 4, 9, 1}});
+  rules.push_back({"combined", "", p, {0, 3, 3, 7}, {1, 1, 4, 9, 1}});
+  std::vector<Case> all;
+  for (const char* draw : {"rejection", "inverse_cdf", "race"}) {
+    for (Case c : rules) {
+      c.draw = draw;
+      all.push_back(c);
+    }
+  }
   return all;
 }
 
@@ -80,7 +89,7 @@ class SamplerDistribution : public testing::TestWithParam<Case> {};
 
 TEST_P(SamplerDistribution, MatchesExactTruncatedSoftmaxAndRejectsNearMisses) {
   const Case& c = GetParam();
-  const PluginInstance sampler = make_sampler(1);
+  const PluginInstance sampler = make_sampler(1, c.draw);
   const auto tokens = draw_tokens(sampler, kLogits, c.params, kDraws, &c.prompt, &c.output);
   const auto observed = histogram(tokens, kLogits.size());
 
@@ -118,18 +127,21 @@ TEST_P(SamplerDistribution, MatchesExactTruncatedSoftmaxAndRejectsNearMisses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Standard, SamplerDistribution, testing::ValuesIn(cases()),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& info) { return info.param.name + "_" + info.param.draw; });
 
-TEST(SamplerTruncation, TopKOneAlwaysTakesTheArgmax) {
-  const PluginInstance sampler = make_sampler(1);
+// The boundary cases below, for each draw (the option "draw").
+class SamplerTruncation : public testing::TestWithParam<std::string> {};
+
+TEST_P(SamplerTruncation, TopKOneAlwaysTakesTheArgmax) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params p = plain_params(3);
   p.temperature = 5.0f;
   p.top_k = 1;
   for (const int32_t t : draw_tokens(sampler, kLogits, p, 2000)) ASSERT_EQ(t, 1);
 }
 
-TEST(SamplerTruncation, TopKOneKeepsEveryTokenTiedForFirst) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TopKOneKeepsEveryTokenTiedForFirst) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   const std::vector<float> logits = {0.0f, 3.0f, 1.0f, 3.0f, 2.9f};
   ts_sampling_params p = plain_params(4);
   p.top_k = 1;
@@ -139,8 +151,8 @@ TEST(SamplerTruncation, TopKOneKeepsEveryTokenTiedForFirst) {
   EXPECT_NEAR(counts[1], 10000, 355);
 }
 
-TEST(SamplerTruncation, TopKAtOrAboveVocabIsOff) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TopKAtOrAboveVocabIsOff) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params off = plain_params(5);
   const auto reference = draw_tokens(sampler, kLogits, off, 3000);
   for (const int32_t k : {16, 17, 1000000}) {
@@ -154,16 +166,16 @@ TEST(SamplerTruncation, TopKAtOrAboveVocabIsOff) {
   EXPECT_EQ(counts[14], 0);
 }
 
-TEST(SamplerTruncation, TinyTopPKeepsOnlyTheMostLikelyToken) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TinyTopPKeepsOnlyTheMostLikelyToken) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params p = plain_params(6);
   p.temperature = 3.0f;
   p.top_p = 1e-6f;
   for (const int32_t t : draw_tokens(sampler, kLogits, p, 2000)) ASSERT_EQ(t, 1);
 }
 
-TEST(SamplerTruncation, TopPKeepsTheSmallestPrefixReachingTheMass) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TopPKeepsTheSmallestPrefixReachingTheMass) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   const std::vector<float> logits = {0.0f, 1.0f, -0.5f};  // probabilities sorted: 1, 0, 2
   const auto exact =
       reference_distribution(reference_penalised(logits, plain_params(), {}, {}), plain_params());
@@ -181,8 +193,8 @@ TEST(SamplerTruncation, TopPKeepsTheSmallestPrefixReachingTheMass) {
   EXPECT_GT(counts[2], 0);
 }
 
-TEST(SamplerTruncation, AllEqualLogitsKeepEveryTokenWhateverTheCut) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, AllEqualLogitsKeepEveryTokenWhateverTheCut) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   const std::vector<float> logits(8, 0.25f);
   const std::vector<double> uniform(8, 1.0 / 8);
   ts_sampling_params p = plain_params(8);
@@ -193,20 +205,24 @@ TEST(SamplerTruncation, AllEqualLogitsKeepEveryTokenWhateverTheCut) {
   EXPECT_TRUE(fits(observed, uniform));
 }
 
-TEST(SamplerTruncation, MinPOneKeepsOnlyTheMostLikely) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, MinPOneKeepsOnlyTheMostLikely) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params p = plain_params(9);
   p.temperature = 2.0f;
   p.min_p = 1.0f;
   for (const int32_t t : draw_tokens(sampler, kLogits, p, 2000)) ASSERT_EQ(t, 1);
 }
 
-TEST(SamplerTruncation, TinyTemperatureBehavesAsArgmax) {
-  const PluginInstance sampler = make_sampler(1);
+TEST_P(SamplerTruncation, TinyTemperatureBehavesAsArgmax) {
+  const PluginInstance sampler = make_sampler(1, GetParam());
   ts_sampling_params p = plain_params(10);
   p.temperature = 1e-30f;
   for (const int32_t t : draw_tokens(sampler, kLogits, p, 2000)) ASSERT_EQ(t, 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryDraw, SamplerTruncation,
+                         testing::Values("rejection", "inverse_cdf", "race"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace tessera::sampler_test

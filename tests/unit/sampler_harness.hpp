@@ -49,7 +49,7 @@ inline double reference_uniform(uint64_t seed, uint64_t counter) {
   return static_cast<double>(reference_draw_bits(seed, counter) >> 11) * 0x1.0p-53;
 }
 
-// draw: the option "draw" ("rejection", the default, or "inverse_cdf").
+// draw: the option "draw" ("rejection", the default, "inverse_cdf" or "race").
 inline PluginInstance make_sampler(int threads, const std::string& draw = "rejection") {
   return registry().create(
       standard_plugin(), "{\"threads\":" + std::to_string(threads) + ",\"draw\":\"" + draw + "\"}",

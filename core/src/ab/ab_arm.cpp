@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "ab/coupled_draw.hpp"
 #include "ab/id_tokenizer.hpp"
 #include "generation/sampling_defaults.hpp"
 #include "util/check.hpp"
@@ -56,6 +57,8 @@ Arm make_arm(std::string name, Config config, const std::vector<std::filesystem:
   arm.config = std::move(config);
   RuntimeOptions options = RuntimeOptions::from_config(arm.config);
   options.plugin_dirs.insert(options.plugin_dirs.begin(), dirs.begin(), dirs.end());
+  options.sampler_options_json =
+      with_coupled_draw(options.sampler_plugin, options.sampler_options_json);
   // Same checkpoint, held the same way ([model] weight_storage, and dtype: bf16 activations keep
   // bf16 weights as rows, not panels): one copy of the weights.
   const bool share =

@@ -36,6 +36,13 @@ ArmRun run_arm(Arm& arm, const std::vector<int32_t>& prompt, uint64_t seed, int6
   return run;
 }
 
+// How the arm samples, for the TV of its distribution (sampling_distribution.hpp): the values its
+// sampler receives.
+SamplingShape sampling_shape(const Arm& arm) {
+  const ts_sampling_params p = arm.sampling_params(0);
+  return {p.temperature, p.top_k, p.top_p, p.min_p};
+}
+
 bool needs_engine(const ArmPair& arms) {
   return arms.a.config.executor.tensor_parallel > 1 || arms.b.config.executor.tensor_parallel > 1;
 }
@@ -84,6 +91,7 @@ ArmDescription describe_arm(const Arm& arm) {
   d.kv_plugin = arm.runtime->kv_format().name();
   d.attention_plugin = arm.runtime->attention().name();
   d.sampler_plugin = arm.runtime->sampler().name();
+  d.sampler_options = arm.runtime->options().sampler_options_json;
   d.kv_bytes_per_entry = arm.runtime->kv_format().main_layout().bytes_per_entry;
   d.sampling = arm.sampling;
   d.sampling_source = arm.sampling_source;
@@ -178,15 +186,17 @@ AbReport run_ab(ArmPair& arms, const std::vector<AbPrompt>& prompts, const AbOpt
                                         static_cast<int>(arms.b.config.executor.threads),
                                         static_cast<int>(arms.b.config.executor.reduction_parts));
   }
+  const ArmShapes shapes = {sampling_shape(arms.a), sampling_shape(arms.b)};
   for (size_t s = 0; s < report.sequences.size(); ++s) {
     ScoredSequence& seq = report.sequences[s];
     say(fmt::format("teacher-forced {}/{}: prompt `{}`, {} + {} tokens", s + 1,
                     report.sequences.size(), prompts[seq.prompt].id, seq.prompt_tokens,
                     seq.continuation.size()));
-    seq.positions = engine ? score_teacher_forced(*exec_a, *exec_b, prompts[seq.prompt].token_ids,
-                                                  seq.continuation)
-                           : score_teacher_forced(*arms.a.runtime, *arms.b.runtime,
-                                                  prompts[seq.prompt].token_ids, seq.continuation);
+    seq.positions =
+        engine ? score_teacher_forced(*exec_a, *exec_b, prompts[seq.prompt].token_ids,
+                                      seq.continuation, shapes)
+               : score_teacher_forced(*arms.a.runtime, *arms.b.runtime,
+                                      prompts[seq.prompt].token_ids, seq.continuation, shapes);
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

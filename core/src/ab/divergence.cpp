@@ -28,7 +28,8 @@ int32_t argmax(std::span<const float> v) {
 }  // namespace
 
 PositionDivergence compare_positions(std::span<const float> a, std::span<const float> b,
-                                     int32_t chosen) {
+                                     int32_t chosen, const SamplingShape& shape_a,
+                                     const SamplingShape& shape_b) {
   TS_CHECK(a.size() == b.size() && !a.empty(),
            "A/B: logit rows of different sizes ({} vs {}): the arms' vocabularies differ", a.size(),
            b.size());
@@ -50,6 +51,10 @@ PositionDivergence compare_positions(std::span<const float> a, std::span<const f
   d.top1_b = argmax(b);
   d.top1_agree = d.top1_a == d.top1_b;
   if (chosen >= 0) d.abs_dlogprob = std::fabs(lp[chosen] - lq[chosen]);
+  thread_local std::vector<double> sp, sq;
+  sampling_distribution(a, shape_a, sp);
+  sampling_distribution(b, shape_b, sq);
+  d.tv = total_variation(sp, sq);
   return d;
 }
 

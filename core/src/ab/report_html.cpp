@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ab/ab_summary.hpp"
+#include "ab/coupling_summary.hpp"
 #include "ab/svg_chart.hpp"
 
 namespace tessera::ab {
@@ -14,6 +15,8 @@ constexpr const char* kColorB = "#ff7f0e";
 constexpr const char* kColorMax = "#d62728";
 constexpr const char* kColorAgree = "#2ca02c";
 constexpr const char* kColorSame = "#9467bd";
+constexpr const char* kColorBound = "#8c564b";
+constexpr const char* kColorParted = "#e377c2";
 
 constexpr const char* kStyle = R"(
 body { font-family: sans-serif; font-size: 13px; margin: 16px; color: #222; max-width: 1000px; }
@@ -74,6 +77,28 @@ std::string plots(const AbReport& r, const FreeRunningSummary& fr) {
   same.y_max_at_least = 1;
   same.series = {{"identical so far", kColorSame, indices(fr.agreement.size()), fr.agreement}};
 
+  // Cumulative over output indices: the pairs the coupled draw may part (the sum of
+  // 2 TV / (1 + TV) over the decisions at risk) against the pairs that parted.
+  const CouplingSummary c = summarize_coupling(r);
+  std::vector<double> may_part(c.bound_by_index.size()), parted(c.bound_by_index.size());
+  double sum_bound = 0, sum_parted = 0;
+  for (size_t t = 0; t < c.bound_by_index.size(); ++t) {
+    sum_bound += c.bound_by_index[t] * static_cast<double>(c.at_risk_by_index[t]);
+    sum_parted += static_cast<double>(c.diverged_by_index[t]);
+    may_part[t] = sum_bound;
+    parted[t] = sum_parted;
+  }
+  LineChart coupling;
+  coupling.id = "plot-coupling";
+  coupling.title = "Coupling: pairs parted vs what the TV allows";
+  coupling.x_label = "output token index";
+  coupling.y_label = "pairs, cumulative";
+  coupling.frame_color = "#b4b4b5";
+  coupling.y_max_at_least = 1;
+  const std::vector<double> xc = indices(parted.size());
+  coupling.series = {{"bound: sum of 2 TV / (1 + TV)", kColorBound, xc, may_part},
+                     {"parted", kColorParted, xc, parted}};
+
   BarChart speed;
   speed.id = "plot-speed";
   speed.title = "Speed per arm";
@@ -83,7 +108,8 @@ std::string plots(const AbReport& r, const FreeRunningSummary& fr) {
   speed.series = {{"A", kColorA, {fr.a.aggregate_tokens_per_s, 1e3 * fr.a.ttft_s.p50}},
                   {"B", kColorB, {fr.b.aggregate_tokens_per_s, 1e3 * fr.b.ttft_s.p50}}};
   return "<div class=\"plots\">\n" + render_line_chart(kl) + render_line_chart(agree) +
-         render_line_chart(same) + render_bar_chart(speed) + "</div>\n";
+         render_line_chart(same) + render_line_chart(coupling) + render_bar_chart(speed) +
+         "</div>\n";
 }
 
 std::string arms_table(const AbReport& r) {

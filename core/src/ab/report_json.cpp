@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ab/ab_summary.hpp"
+#include "ab/coupling_summary.hpp"
 
 namespace tessera::ab {
 
@@ -32,6 +33,7 @@ Json to_json(const ArmDescription& a) {
               {"kv_bytes_per_entry", a.kv_bytes_per_entry},
               {"attention", a.attention_plugin},
               {"sampler", a.sampler_plugin},
+              {"sampler_options", a.sampler_options},
               {"sampling", sampling},
               {"sampling_source", source},
               {"repetition_guard", a.repetition_mode},
@@ -73,6 +75,14 @@ Json to_json(const FreeRunningSummary& s) {
               {"b", to_json(s.b)}};
 }
 
+Json to_json(const CouplingSummary& c) {
+  return Json{{"at_risk", c.at_risk},
+              {"diverged", c.diverged},
+              {"observed_rate", c.observed_rate},
+              {"mean_tv", c.mean_tv},
+              {"expected_rate_bound", c.expected_rate_bound}};
+}
+
 Json to_json(const ArmRun& r) {
   return Json{{"tokens", r.tokens},
               {"text", r.text},
@@ -85,7 +95,7 @@ Json to_json(const ArmRun& r) {
 
 Json to_json(const ScoredSequence& s) {
   Json kl = Json::array(), agree = Json::array(), dlogprob = Json::array(), dlogit = Json::array(),
-       top_a = Json::array(), top_b = Json::array();
+       top_a = Json::array(), top_b = Json::array(), tv = Json::array();
   for (const PositionDivergence& p : s.positions) {
     kl.push_back(p.kl);
     agree.push_back(p.top1_agree);
@@ -93,6 +103,7 @@ Json to_json(const ScoredSequence& s) {
     dlogit.push_back(p.max_abs_dlogit);
     top_a.push_back(p.top1_a);
     top_b.push_back(p.top1_b);
+    tv.push_back(p.tv);
   }
   return Json{{"prompt", s.prompt},
               {"seeds", s.seeds},
@@ -103,7 +114,8 @@ Json to_json(const ScoredSequence& s) {
               {"abs_dlogprob", dlogprob},
               {"max_abs_dlogit", dlogit},
               {"top1_a", top_a},
-              {"top1_b", top_b}};
+              {"top1_b", top_b},
+              {"tv", tv}};
 }
 
 }  // namespace
@@ -128,6 +140,8 @@ Json report_to_json(const AbReport& report) {
   j["teacher_forced"] = to_json(summarize_teacher_forced(report));
   const FreeRunningSummary free = summarize_free_running(report);
   j["free_running"] = to_json(free);
+  const CouplingSummary coupling = summarize_coupling(report);
+  j["coupling"] = to_json(coupling);
 
   Json prompts = Json::array();
   for (size_t i = 0; i < report.prompts.size(); ++i) {
@@ -145,7 +159,11 @@ Json report_to_json(const AbReport& report) {
                  {"kl_max_by_position", curves.kl_max},
                  {"top1_agreement_by_position", curves.top1_rate},
                  {"sequences_by_position", curves.count},
-                 {"free_running_agreement_by_output_index", free.agreement}};
+                 {"free_running_agreement_by_output_index", free.agreement},
+                 {"tv_mean_by_output_index", coupling.tv_by_index},
+                 {"coupling_bound_by_output_index", coupling.bound_by_index},
+                 {"at_risk_by_output_index", coupling.at_risk_by_index},
+                 {"diverged_by_output_index", coupling.diverged_by_index}};
 
   Json runs = Json::array();
   for (const RunPair& r : report.runs) {

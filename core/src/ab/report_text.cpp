@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ab/ab_summary.hpp"
+#include "ab/coupling_summary.hpp"
 
 namespace tessera::ab {
 
@@ -65,6 +66,14 @@ std::string report_to_text(const AbReport& r) {
     out += fmt::format("; first divergence at output token p50 {:.1f}, min {:.0f}, max {:.0f}",
                        fr.first_divergence.p50, fr.first_divergence.min, fr.first_divergence.max);
   out += "\n";
+  const CouplingSummary c = summarize_coupling(r);
+  out += fmt::format(
+      "  coupling               {} of {} decisions from identical contexts parted ({}); the "
+      "teacher-forced TV there\n                         (mean {:.3e}) lets a coupled draw part "
+      "at most {} (2 TV / (1 + TV))\n",
+      c.diverged, c.at_risk, percent(c.observed_rate), c.mean_tv, percent(c.expected_rate_bound));
+  out +=
+      fmt::format("  sampler options        A {}   B {}\n", a.sampler_options, b.sampler_options);
   out += fmt::format("  {:<22}{:>22}{:>22}\n", "", "A", "B");
   auto row = [&](const std::string& name, const std::string& x, const std::string& y) {
     out += fmt::format("  {:<22}{:>22}{:>22}\n", name, x, y);

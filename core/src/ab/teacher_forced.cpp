@@ -6,7 +6,8 @@ namespace tessera::ab {
 
 std::vector<PositionDivergence> score_teacher_forced(Runtime& a, Runtime& b,
                                                      std::span<const int32_t> prompt,
-                                                     std::span<const int32_t> continuation) {
+                                                     std::span<const int32_t> continuation,
+                                                     const ArmShapes& shapes) {
   TS_CHECK(!prompt.empty(), "teacher-forced scoring: empty prompt");
   const size_t total = prompt.size() + continuation.size();
   auto next_token = [&](size_t r) -> int32_t {
@@ -25,7 +26,8 @@ std::vector<PositionDivergence> score_teacher_forced(Runtime& a, Runtime& b,
       const size_t r = out.size();
       const auto vocab = static_cast<size_t>(la.vocab);
       out.push_back(compare_positions({la.row(static_cast<int64_t>(i)), vocab},
-                                      {lb.row(static_cast<int64_t>(i)), vocab}, next_token(r)));
+                                      {lb.row(static_cast<int64_t>(i)), vocab}, next_token(r),
+                                      shapes[0], shapes[1]));
     }
   };
   {
@@ -50,7 +52,8 @@ std::vector<PositionDivergence> score_teacher_forced(Runtime& a, Runtime& b,
 
 std::vector<PositionDivergence> score_teacher_forced(Executor& a, Executor& b,
                                                      std::span<const int32_t> prompt,
-                                                     std::span<const int32_t> continuation) {
+                                                     std::span<const int32_t> continuation,
+                                                     const ArmShapes& shapes) {
   TS_CHECK(!prompt.empty(), "teacher-forced scoring: empty prompt");
   std::vector<int32_t> tokens(prompt.begin(), prompt.end());
   tokens.insert(tokens.end(), continuation.begin(), continuation.end());
@@ -67,7 +70,8 @@ std::vector<PositionDivergence> score_teacher_forced(Executor& a, Executor& b,
       TS_CHECK(la.vocab == lb.vocab, "A/B: vocabularies differ ({} vs {})", la.vocab, lb.vocab);
       const auto vocab = static_cast<size_t>(la.vocab);
       out.push_back(compare_positions({la.row(0), vocab}, {lb.row(0), vocab},
-                                      r + 1 < tokens.size() ? tokens[r + 1] : -1));
+                                      r + 1 < tokens.size() ? tokens[r + 1] : -1, shapes[0],
+                                      shapes[1]));
     }
   } catch (...) {
     a.apply({CacheOpKind::kFree, kSequence, 0});

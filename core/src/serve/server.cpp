@@ -5,6 +5,7 @@
 #include <csignal>
 #include <memory>
 
+#include "ab/coupled_draw.hpp"
 #include "chat/chat_encoder.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
@@ -59,16 +60,20 @@ std::vector<ArmEngine> start_engines(const Config& config, const tokenizer::Toke
   const std::size_t n = std::max<std::size_t>(config.ab.arms.size(), 1);
   for (std::size_t i = 0; i < n; ++i) {
     const Config arm_config = config.ab.arms.empty() ? config : config.for_arm(i);
-    const RuntimeOptions options = RuntimeOptions::from_config(arm_config);
+    RuntimeOptions options = RuntimeOptions::from_config(arm_config);
+    if (!config.ab.arms.empty()) {  // arms sample with the coupled draw (ab/coupled_draw.hpp)
+      options.sampler_options_json =
+          ab::with_coupled_draw(options.sampler_plugin, options.sampler_options_json);
+    }
     ArmEngine arm;
     arm.runtime = arms.empty() ? std::make_unique<Runtime>(options)
                                : std::make_unique<Runtime>(options, arms[0].runtime->weights());
     arm.engine = std::make_unique<engine::Engine>(
         *arm.runtime, engine::EngineOptions::from_config(arm_config), tokenizer);
     if (!config.ab.arms.empty()) {
-      spdlog::info("A/B arm \"{}\" (weight {}): kv_cache {}, attention {}, sampler {}",
+      spdlog::info("A/B arm \"{}\" (weight {}): kv_cache {}, attention {}, sampler {} {}",
                    config.ab.arms[i].name, config.ab.arms[i].weight, options.kv_plugin,
-                   options.attention_plugin, options.sampler_plugin);
+                   options.attention_plugin, options.sampler_plugin, options.sampler_options_json);
     }
     arms.push_back(std::move(arm));
   }

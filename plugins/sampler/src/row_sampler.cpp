@@ -10,6 +10,7 @@
 #include "group_scan.hpp"
 #include "kept_set.hpp"
 #include "logprobs.hpp"
+#include "race_draw.hpp"
 #include "rejection_draw.hpp"
 #include "row_scan.hpp"
 
@@ -57,6 +58,13 @@ bool rejection_row(const ts_sampling_params& params, int32_t vocab, DrawMethod d
          (params.top_k <= 0 || params.top_k >= vocab);
 }
 
+// Whether the row races on its raw logits (no top-k; penalties checked by the caller), so that
+// its group maxima spare the race a pass.
+bool race_on_raw_row(const ts_sampling_params& params, int32_t vocab, DrawMethod draw) {
+  return draw == DrawMethod::kRace && params.temperature > 0.0f &&
+         (params.top_k <= 0 || params.top_k >= vocab);
+}
+
 bool truncated(const ts_sampling_params& params) {
   return params.top_p < 1.0f || params.min_p > 0.0f;
 }
@@ -82,12 +90,74 @@ std::span<const float> consistent_groups(const ts_row_scan* scan, const RowHints
   return {hints.group_max, static_cast<size_t>(logit_group_count(vocab))};
 }
 
+// Top-p and min-p on the vectorised weights, certified to keep the scalar path's set (the
+// positive weights), retried on libm's weights; false when neither can be certified.
+bool certified_kept_set(std::span<const float> logits, float l_max,
+                        const ts_sampling_params& params, std::span<float> weights,
+                        RowWorkspace& ws) {
+  fast_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
+  const WeightBound* bound = &kFastWeights;
+  if (params.top_p < 1.0f &&
+      !certified_top_p(weights, ws.sums, params.top_p, kFastWeights, ws.top_p)) {
+    libm_exp_weights(logits, l_max, params.temperature, weights, ws.sums);
+    bound = &kLibmWeights;
+    if (!certified_top_p(weights, ws.sums, params.top_p, kLibmWeights, ws.top_p)) {
+      return false;
+    }
+  }
+  if (params.min_p > 0.0f) {
+    certified_min_p(logits, l_max, params.temperature, params.min_p, weights, ws.sums, *bound);
+  }
+  return true;
+}
+
+// The coupled draw (race_draw.hpp) over the row's kept set: every token, the top-k survivors
+// (removed ones are -inf), or for top-p and min-p the tokens the scalar path's weights keep
+// (certified_kept_set, else the scalar path itself).
+// raw_groups: the raw row's group maxima when known (used when the race runs on the raw row).
+int32_t race_row(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
+                 std::span<const float> raw_groups, RowWorkspace& ws) {
+  const ts_sampling_params& params = row.params;
+  const int32_t vocab = static_cast<int32_t>(raw.size());
+  const bool penalised = penalties_active(params);
+  const bool top_k = params.top_k > 0 && params.top_k < vocab;
+  std::span<const float> logits = raw;
+  float l_max = raw_max;
+  std::span<const float> groups = raw_groups;
+  if (penalised || top_k) {
+    groups = {};
+    const std::span<float> values = sized(ws.values, vocab);
+    std::copy(raw.begin(), raw.end(), values.begin());
+    apply_penalties(row, values, ws.penalties);
+    apply_top_k(values, params.top_k, ws.truncation.selection);
+    l_max = scan_row(values).max;  // top-k keeps the max, so this is the penalised row's max
+    logits = values;
+  }
+  std::span<const float> kept;
+  if (truncated(params)) {
+    const std::span<float> weights = sized(ws.weights, vocab);
+    if (!certified_kept_set(logits, l_max, params, weights, ws)) {
+      std::copy(logits.begin(), logits.end(), weights.begin());
+      ts_sampling_params already_cut = params;
+      already_cut.top_k = 0;  // logits already hold the top-k cut
+      logits_to_sampling_weights(weights, already_cut, ws.truncation);
+    }
+    kept = weights;
+  }
+  ws.race_bounds.resize(static_cast<size_t>(logit_group_count(vocab)));
+  return race_draw(logits, l_max, params.temperature, params.seed, row.rng_counter, groups, kept,
+                   ws.race_bounds);
+}
+
 // raw_groups: the raw row's group maxima (empty when not found: the row's own pass finds them).
 // prepared: the row's envelope when prepare_row built it (from raw, raw_groups and raw_max).
 int32_t temperature_draw(const ts_sampler_row& row, std::span<const float> raw, float raw_max,
                          std::span<const float> raw_groups, DrawMethod draw, RowWorkspace& ws,
                          const PreparedRow* prepared) {
   const ts_sampling_params& params = row.params;
+  if (draw == DrawMethod::kRace) {
+    return race_row(row, raw, raw_max, raw_groups, ws);
+  }
   const double u = counter_uniform(params.seed, row.rng_counter);
   const int32_t vocab = static_cast<int32_t>(raw.size());
   const bool penalised = penalties_active(params);
@@ -192,7 +262,8 @@ RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vo
   RowScan scan;
   if (scanned) {
     scan = RowScan{host_scan->max, true};
-  } else if (rejection_row(row.params, vocab, draw) && !penalties_active(row.params)) {
+  } else if ((rejection_row(row.params, vocab, draw) || race_on_raw_row(row.params, vocab, draw)) &&
+             !penalties_active(row.params)) {
     workspace.group_max.resize(static_cast<size_t>(logit_group_count(vocab)));
     scan = scan_row_groups(raw, workspace.group_max);  // one pass: the scan and the groups
     groups = workspace.group_max;

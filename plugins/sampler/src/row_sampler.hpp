@@ -27,9 +27,10 @@ namespace tessera::sampler {
 
 // Scratch of one worker thread, reused across rows and calls.
 struct RowWorkspace {
-  std::vector<float> values;     // [vocab] penalised / top-k'd logits, then scalar-path weights
-  std::vector<float> weights;    // [vocab] fast weights
-  std::vector<float> group_max;  // [logit_group_count(vocab)] when the row finds its own
+  std::vector<float> values;        // [vocab] penalised / top-k'd logits, then scalar-path weights
+  std::vector<float> weights;       // [vocab] fast weights
+  std::vector<float> group_max;     // [logit_group_count(vocab)] when the row finds its own
+  std::vector<double> race_bounds;  // [logit_group_count(vocab)] the coupled draw's group bounds
   RejectionEnvelope rejection;
   KeptSetScratch kept;
   BlockWeights sums;

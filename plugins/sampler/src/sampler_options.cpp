@@ -33,10 +33,12 @@ ts_status parse_sampler_options(const char* options_json, SamplerOptions& out) n
           parsed.draw = DrawMethod::kRejection;
         } else if (value == "inverse_cdf") {
           parsed.draw = DrawMethod::kInverseCdf;
+        } else if (value == "race") {
+          parsed.draw = DrawMethod::kRace;
         } else {
           return sdk::fail(TS_ERR_INVALID_ARGUMENT, "sampler option 'draw' = " + value.dump() +
-                                                        " (must be \"rejection\" or "
-                                                        "\"inverse_cdf\")");
+                                                        " (must be \"rejection\", "
+                                                        "\"inverse_cdf\" or \"race\")");
         }
         continue;
       }
