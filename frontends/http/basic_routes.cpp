@@ -65,6 +65,7 @@ void ServerContext::load_model_info(std::int64_t max_stop, std::int64_t max_prom
       limits.max_tokens = int_member(*l, "max_tokens", limits.max_tokens);
       limits.max_n = int_member(*l, "max_n", limits.max_n);
       limits.max_logprobs = int_member(*l, "max_logprobs", limits.max_logprobs);
+      limits.max_queue = int_member(*l, "max_queue", limits.max_queue);
       max_body_bytes = int_member(*l, "max_body_bytes", max_body_bytes);
     }
   }
