@@ -91,6 +91,9 @@ class Engine {
   int64_t prefix_block_tokens() const { return prefix_block_; }
 
  private:
+  // Throws RequestError (kInvalid: can never fit, kBusy: full now) unless `fan_out` more
+  // sequences fit limits.max_queue. Called under mutex_.
+  void check_admission(int64_t fan_out) const;
   using Deliveries = std::vector<EventDispatcher::Delivery>;
   void validate(const Request& r) const;
   void loop();
