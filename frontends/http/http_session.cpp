@@ -59,7 +59,8 @@ bool Session::keep_alive() const {
 
 void Session::read_header() {
   if (closed_) return;
-  if (state_.draining.load()) return close();
+  // During a drain a connection gets one request (a probe: /health, /ready), never a second.
+  if (state_.draining.load() && served_) return close();
   idle_ = true;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(state_.options.max_header_bytes));
@@ -78,6 +79,7 @@ void Session::on_header(beast::error_code ec) {
     return close();
   }
   idle_ = false;
+  served_ = true;
   if (ec == bhttp::error::header_limit) {
     state_.metrics.count_request(nullptr, 431);
     return reject_and_close(status_error(
