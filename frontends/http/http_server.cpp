@@ -48,6 +48,9 @@ ts_status HttpServer::start(const ts_engine_api* engine) {
     }
     state_.ctx.engine = EngineClient(engine);
     state_.ctx.load_model_info(state_.options.max_stop, state_.options.max_prompts);
+    // A non-streaming body is sent whole: it may not be estimated larger than what a stream may
+    // hold unsent (openai_request.cpp, check_response_size).
+    state_.ctx.limits.max_response_bytes = state_.options.max_buffered_bytes;
 
     tcp::resolver resolver(ioc_);
     boost::system::error_code ec;

@@ -45,6 +45,36 @@ void check_fan_out(const RequestLimits& limits, std::int64_t n, std::size_t prom
   }
 }
 
+// A non-streaming body is built whole in memory before it is sent: n x prompts x max_tokens
+// tokens, each with 1 + top_logprobs logprob entries when asked. ~68 B per entry was measured
+// (n = 8, top_logprobs = 20, max_tokens = 4000 made 46 MB); the bounds below are above that, so a
+// request whose estimate exceeds max_response_bytes is refused before it runs. Streaming bodies
+// are bounded by max_buffered_bytes of unsent data instead.
+constexpr std::int64_t kBodyBytesPerToken = 16;
+constexpr std::int64_t kBodyBytesPerLogprobEntry = 96;
+
+void check_response_size(const RequestLimits& limits, const GenerationPlan& plan,
+                         std::int64_t max_tokens, std::size_t prompts) {
+  if (plan.stream) return;
+  const std::int64_t entries = plan.logprobs ? 1 + plan.top_logprobs : 0;
+  const double bytes =
+      static_cast<double>(plan.n) * static_cast<double>(prompts) * static_cast<double>(max_tokens) *
+      static_cast<double>(kBodyBytesPerToken + entries * kBodyBytesPerLogprobEntry);
+  if (bytes > static_cast<double>(limits.max_response_bytes)) {
+    reject(
+        fmt::format("a non-streaming response of n = {} x {} prompt(s) x max_tokens = {}{} may "
+                    "reach {:.1f} MiB, more than this server holds for one response ({:.1f} "
+                    "MiB, max_buffered_bytes); stream it (\"stream\": true) or ask for less",
+                    plan.n, prompts, max_tokens,
+                    plan.logprobs ? fmt::format(" with top_logprobs = {}", plan.top_logprobs)
+                                  : std::string(),
+                    bytes / (1 << 20), static_cast<double>(limits.max_response_bytes) / (1 << 20)),
+        !plan.logprobs                      ? "max_tokens"
+        : plan.kind == ApiKind::kCompletion ? "logprobs"
+                                            : "top_logprobs");
+  }
+}
+
 // Sampling, stops and engine options shared by both APIs, copied into `out` under the engine's
 // names. Absent fields stay absent: the engine applies [sampler.defaults].
 void read_sampling(const FieldReader& r, const RequestLimits& limits, Json& out) {
@@ -226,6 +256,7 @@ GenerationPlan parse_chat_request(std::string_view body, const RequestLimits& li
   read_sampling(r, limits, out);
   read_logprobs_chat(r, limits, plan, out);
   check_fan_out(limits, plan.n, 1);
+  check_response_size(limits, plan, int_member(out, "max_tokens", limits.default_max_tokens), 1);
   out["n"] = plan.n;
   plan.engine_requests.push_back(out.dump());
   return plan;
@@ -308,6 +339,8 @@ GenerationPlan parse_completion_request(std::string_view body, const RequestLimi
     reject("'prompt' must be a non-empty string or array", "prompt");
   }
   check_fan_out(limits, plan.n, prompts.size());
+  check_response_size(limits, plan, int_member(common, "max_tokens", limits.default_max_tokens),
+                      prompts.size());
   for (auto& p : prompts) {
     plan.echo_texts.push_back(p.contains("prompt") ? p["prompt"].get<std::string>() : "");
     for (auto it = common.begin(); it != common.end(); ++it) p[it.key()] = it.value();

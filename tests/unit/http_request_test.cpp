@@ -237,6 +237,29 @@ TEST(HttpCompletionRequest, FanOutBeyondTheQueueIsRefused) {
       "n");
 }
 
+// A non-streaming body is held whole: a request whose estimate (n x max_tokens x logprob
+// entries) exceeds the server's bound is refused before it runs; streamed, it is served.
+TEST(HttpChatRequest, NonStreamingBodyBeyondTheBoundIsRefused) {
+  RequestLimits l = limits();
+  l.max_response_bytes = 1 << 20;
+  const std::string big =
+      "{" + kMessages + R"(, "n": 4, "max_tokens": 1000, "logprobs": true, "top_logprobs": 20)";
+  const Refusal r = refusal([&] { (void)parse_chat_request(big + "}", l, kModel); });
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.param, "top_logprobs");
+  EXPECT_NE(r.message.find("stream"), std::string::npos) << r.message;
+  EXPECT_NO_THROW((void)parse_chat_request(big + R"(, "stream": true})", l, kModel));
+  EXPECT_NO_THROW(
+      (void)parse_chat_request("{" + kMessages + R"(, "n": 4, "max_tokens": 1000})", l, kModel));
+  // Completions count every prompt; an absent max_tokens is the server's default.
+  l.default_max_tokens = 1000;
+  EXPECT_EQ(refusal([&] {
+              (void)parse_completion_request(R"({"prompt": ["a", "b"], "n": 2, "logprobs": 20})", l,
+                                             kModel);
+            }).param,
+            "logprobs");
+}
+
 TEST(HttpCompletionRequest, PromptForms) {
   const auto plan = [](const std::string& prompt) {
     return parse_completion_request(R"({"prompt": )" + prompt + R"(, "n": 2, "logprobs": 2})",
