@@ -492,6 +492,8 @@ void Engine::publish_stats() {
   loop_stats_.running = static_cast<int64_t>(scheduler_->running());
   loop_stats_.waiting = static_cast<int64_t>(scheduler_->waiting());
   loop_stats_.main_pages_free = pools.main.free_pages();
+  loop_stats_.main_pages_cached =
+      prefix_ ? executor_->leader().main_pages_held_by_snapshots_only() : 0;
   loop_stats_.indexer_pages_free = pools.indexer.free_pages();
   loop_stats_.prefix_nodes = prefix_ ? static_cast<int64_t>(prefix_->ready_nodes()) : 0;
   const SchedulerCounters& c = scheduler_->counters();

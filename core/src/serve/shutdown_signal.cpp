@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <spdlog/spdlog.h>
-
 #include <sys/syscall.h>
 #include <unistd.h>
 
