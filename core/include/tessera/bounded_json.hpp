@@ -33,6 +33,10 @@ struct BoundedJsonResult {
   std::string error;  // empty when value holds the parsed document
   std::string limit;
   [[nodiscard]] bool ok() const noexcept { return error.empty(); }
+  // The error, followed by the bound's name in parentheses when a bound was hit.
+  [[nodiscard]] std::string message() const {
+    return limit.empty() ? error : error + " (" + limit + ")";
+  }
 };
 
 namespace bounded_json_detail {

@@ -159,7 +159,7 @@ std::string context_length_message(int64_t max_context, int64_t prompt_tokens,
 ServeRequest parse_serve_request(std::string_view request_json,
                                  const tokenizer::Tokenizer& tokenizer, const ServeLimits& limits) {
   sdk::BoundedJsonResult parsed = sdk::parse_bounded_json(request_json);
-  if (!parsed.ok()) invalid("the request is refused: " + parsed.error);
+  if (!parsed.ok()) invalid("the request is refused: " + parsed.message());
   return serve_request_from_json(parsed.value, tokenizer, limits);
 }
 

@@ -192,7 +192,7 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
   sdk::BoundedJsonResult bounded = sdk::parse_bounded_json(request_json);
   if (!bounded.ok()) {
     metrics_[0]->request_refused();
-    return status(TS_ERR_INVALID_ARGUMENT, "the request is refused: " + bounded.error);
+    return status(TS_ERR_INVALID_ARGUMENT, "the request is refused: " + bounded.message());
   }
   const chat::Json parsed = std::move(bounded.value);
   // The arm first, so that even a refusal is counted in its arm's metrics.
@@ -409,7 +409,7 @@ ts_status ServingApi::apply_chat_template(void* ctx, const char* request_json, c
     const sdk::BoundedJsonResult parsed =
         sdk::parse_bounded_json(request_json != nullptr ? request_json : "");
     if (!parsed.ok()) {
-      return status(TS_ERR_INVALID_ARGUMENT, "apply_chat_template: " + parsed.error);
+      return status(TS_ERR_INVALID_ARGUMENT, "apply_chat_template: " + parsed.message());
     }
     const chat::Json& request = parsed.value;
     if (!request.is_object()) {
