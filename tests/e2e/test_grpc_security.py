@@ -2,7 +2,8 @@
 the grpc frontend on loopback, driven by grpcio.
 
 Checks: with `api_key`, every tessera.v1.Generation call needs `authorization: Bearer <key>`
-metadata (UNAUTHENTICATED otherwise, wrong key included) while grpc.health.v1 stays open;
+metadata (UNAUTHENTICATED otherwise, wrong key included) while grpc.health.v1 and reflection
+stay open;
 server-made request ids are random 128-bit hex, not a counter; Abort reaches only requests of the
 same connection (no key); the sampling fields follow the same table as HTTP (NaN and infinities,
 top_k below -1 and overlong stop strings are INVALID_ARGUMENT naming the field).
@@ -12,6 +13,7 @@ import unittest
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from test_grpc import GrpcServer, pb, pb_grpc
 
@@ -34,7 +36,8 @@ def run(call_iterator):
 class GrpcApiKeyTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = KeyedGrpcServer(max_context=1024, limits={"max_tokens": 1000}).start()
+        cls.server = KeyedGrpcServer(reflection=True, max_context=1024,
+                                     limits={"max_tokens": 1000}).start()
         cls.stub = pb_grpc.GenerationStub(cls.server.channel)
         cls.good = (("authorization", f"Bearer {KEY}"),)
 
@@ -69,6 +72,13 @@ class GrpcApiKeyTest(unittest.TestCase):
         health = health_pb2_grpc.HealthStub(self.server.channel)
         r = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
         self.assertEqual(r.status, health_pb2.HealthCheckResponse.SERVING)
+
+    def test_reflection_stays_open(self):
+        stub = reflection_pb2_grpc.ServerReflectionStub(self.server.channel)
+        replies = list(stub.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10))
+        names = [s.name for s in replies[0].list_services_response.service]
+        self.assertIn("tessera.v1.Generation", names)
 
     def test_server_made_ids_are_random(self):
         ids = set()
