@@ -2,9 +2,14 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <vector>
+
+#include "tessera/bearer_key.hpp"
+#include "tessera/sampling_fields.hpp"
 
 namespace tessera::grpcfe {
 
@@ -31,8 +36,10 @@ grpc::Status status_from(ts_status s, const char* what) {
 }
 
 // GenerateRequest -> the engine's request JSON (same field names as the HTTP frontend sends).
-Json engine_request(const v1::GenerateRequest& r) {
-  Json out = Json::object();
+// Each sampling value is checked against its row of tessera/sampling_fields.hpp, as the HTTP
+// frontend does: a NaN would otherwise be written as JSON null, which reads as "absent".
+grpc::Status engine_request(const v1::GenerateRequest& r, Json& out) {
+  out = Json::object();
   if (r.has_tokenized()) {
     out["prompt_token_ids"] = std::vector<std::int32_t>(r.tokenized().input_ids().begin(),
                                                         r.tokenized().input_ids().end());
@@ -40,14 +47,44 @@ Json engine_request(const v1::GenerateRequest& r) {
     out["prompt"] = r.text();
   }
   const auto& s = r.sampling_params();
-  if (s.has_temperature()) out["temperature"] = s.temperature();
-  if (s.has_top_p()) out["top_p"] = s.top_p();
-  if (s.has_top_k()) out["top_k"] = s.top_k() < 0 ? 0 : s.top_k();  // -1 means off, as in SGLang
-  if (s.has_min_p()) out["min_p"] = s.min_p();
-  if (s.has_frequency_penalty()) out["frequency_penalty"] = s.frequency_penalty();
-  if (s.has_presence_penalty()) out["presence_penalty"] = s.presence_penalty();
-  if (s.has_repetition_penalty()) out["repetition_penalty"] = s.repetition_penalty();
+  const auto refuse = [](std::string message) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::move(message));
+  };
+  const struct {
+    bool given;
+    float value;
+    const sdk::NumberField& field;
+  } numbers[] = {
+      {s.has_temperature(), s.temperature(), sdk::kTemperature},
+      {s.has_top_p(), s.top_p(), sdk::kTopP},
+      {s.has_min_p(), s.min_p(), sdk::kMinP},
+      {s.has_frequency_penalty(), s.frequency_penalty(), sdk::kFrequencyPenalty},
+      {s.has_presence_penalty(), s.presence_penalty(), sdk::kPresencePenalty},
+      {s.has_repetition_penalty(), s.repetition_penalty(), sdk::kRepetitionPenalty},
+  };
+  for (const auto& n : numbers) {
+    if (!n.given) continue;
+    if (!sdk::in_range(n.field, n.value)) {
+      return refuse("sampling_params." + std::string(n.field.name) + " must be in " +
+                    sdk::range_text(n.field) + ", got " + std::to_string(n.value));
+    }
+    out[std::string(n.field.name)] = n.value;
+  }
+  if (s.has_top_k()) {
+    if (s.top_k() < sdk::kTopKOff) {
+      return refuse("sampling_params.top_k must be -1 (off) or more, got " +
+                    std::to_string(s.top_k()));
+    }
+    out["top_k"] = s.top_k() < 0 ? 0 : s.top_k();  // -1 means off, as in SGLang
+  }
   if (s.has_max_new_tokens()) out["max_tokens"] = s.max_new_tokens();
+  for (const auto& stop : s.stop()) {
+    if (stop.empty() || stop.size() > sdk::kMaxStopBytes) {
+      return refuse("sampling_params.stop strings must be 1 to " +
+                    std::to_string(sdk::kMaxStopBytes) + " bytes, got " +
+                    std::to_string(stop.size()));
+    }
+  }
   if (s.stop_size() > 0) out["stop"] = std::vector<std::string>(s.stop().begin(), s.stop().end());
   if (s.stop_token_ids_size() > 0) {
     out["stop_token_ids"] =
@@ -56,7 +93,16 @@ Json engine_request(const v1::GenerateRequest& r) {
   if (s.ignore_eos()) out["ignore_eos"] = true;
   if (s.has_skip_special_tokens()) out["skip_special_tokens"] = s.skip_special_tokens();
   if (s.has_seed()) out["seed"] = s.seed();
-  return out;
+  return grpc::Status::OK;
+}
+
+// A server-made request id: 128 bits from the OS's random source, so that another client can
+// neither guess nor enumerate it.
+std::string random_request_id() {
+  std::random_device random;
+  char id[5 + 32 + 1];
+  std::snprintf(id, sizeof id, "grpc-%08x%08x%08x%08x", random(), random(), random(), random());
+  return id;
 }
 
 // Events of one engine request, handed from engine threads to the handler thread.
@@ -86,14 +132,34 @@ bool GenerationService::serving() const noexcept {
   return !draining_.load() && engine_->health(engine_->ctx) == 1;
 }
 
-void GenerationService::unregister_running(const std::string& id) {
+grpc::Status GenerationService::check_key(const grpc::ServerContext& context) const {
+  if (options_.api_key.empty()) return grpc::Status::OK;
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  const std::string_view given = it == metadata.end()
+                                     ? std::string_view{}
+                                     : std::string_view(it->second.data(), it->second.size());
+  if (sdk::authorized(given, options_.api_key)) return grpc::Status::OK;
+  return {grpc::StatusCode::UNAUTHENTICATED,
+          "missing or wrong API key: send 'authorization: Bearer <key>' metadata"};
+}
+
+std::string GenerationService::running_key(const grpc::ServerContext& context,
+                                           const std::string& id) const {
+  // With a key, every holder of it is the same client; without, a connection is one.
+  const std::string owner = options_.api_key.empty() ? context.peer() : std::string("key");
+  return owner + '\n' + id;
+}
+
+void GenerationService::unregister_running(const std::string& key) {
   const std::lock_guard lock(running_mutex_);
-  running_.erase(id);
+  running_.erase(key);
 }
 
 grpc::Status GenerationService::Generate(grpc::ServerContext* context,
                                          const v1::GenerateRequest* request,
                                          grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  if (grpc::Status key = check_key(*context); !key.ok()) return key;
   if (draining_.load()) return {grpc::StatusCode::UNAVAILABLE, "the server is shutting down"};
   if (engine_->health(engine_->ctx) != 1) {
     return {grpc::StatusCode::UNAVAILABLE, "the model is still loading"};
@@ -106,10 +172,11 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     return {grpc::StatusCode::INVALID_ARGUMENT,
             "at most " + std::to_string(options_.max_stop) + " stop strings and token ids"};
   }
-  const std::string id = request->request_id().empty()
-                             ? "grpc-" + std::to_string(next_id_.fetch_add(1))
-                             : request->request_id();
-  Json engine_json = engine_request(*request);
+  const std::string id =
+      request->request_id().empty() ? random_request_id() : request->request_id();
+  const std::string running_id = running_key(*context, id);
+  Json engine_json;
+  if (grpc::Status fields = engine_request(*request, engine_json); !fields.ok()) return fields;
   // Live A/B (docs/ab.md): a client-chosen request_id is the assignment key, and the
   // x-tessera-arm metadata pins an arm; the arm serving it goes back as initial metadata.
   if (!request->request_id().empty()) engine_json["request_id"] = request->request_id();
@@ -124,13 +191,13 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   {
     // Registered under the lock before submit returns so Abort can never miss it.
     const std::lock_guard lock(running_mutex_);
-    if (running_.count(id) != 0) {
+    if (running_.count(running_id) != 0) {
       return {grpc::StatusCode::ALREADY_EXISTS, "request_id '" + id + "' is already running"};
     }
     const ts_status s =
         engine_->submit(engine_->ctx, body.c_str(), &EventQueue::on_event, &queue, &engine_id);
     if (s.code != TS_OK) return status_from(s, "submit");
-    running_.emplace(id, engine_id);
+    running_.emplace(running_id, engine_id);
   }
 
   bool aborted = false;
@@ -189,7 +256,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
       }
     }
   }
-  unregister_running(id);
+  unregister_running(running_id);
   if (context->IsCancelled()) return {grpc::StatusCode::CANCELLED, "cancelled; request aborted"};
 
   v1::GenerateResponse last;
@@ -210,13 +277,14 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status GenerationService::Abort(grpc::ServerContext* /*context*/,
-                                      const v1::AbortRequest* request,
+grpc::Status GenerationService::Abort(grpc::ServerContext* context, const v1::AbortRequest* request,
                                       v1::AbortResponse* response) {
+  if (grpc::Status key = check_key(*context); !key.ok()) return key;
   std::uint64_t engine_id = 0;
   {
     const std::lock_guard lock(running_mutex_);
-    const auto it = running_.find(request->request_id());
+    // Another owner's request is "not running" to this caller: not found, and not told apart.
+    const auto it = running_.find(running_key(*context, request->request_id()));
     if (it == running_.end()) {
       response->set_success(false);
       response->set_message("no running request has id '" + request->request_id() + "'");
@@ -230,9 +298,10 @@ grpc::Status GenerationService::Abort(grpc::ServerContext* /*context*/,
   return grpc::Status::OK;
 }
 
-grpc::Status GenerationService::GetModelInfo(grpc::ServerContext* /*context*/,
+grpc::Status GenerationService::GetModelInfo(grpc::ServerContext* context,
                                              const v1::GetModelInfoRequest* /*request*/,
                                              v1::GetModelInfoResponse* response) {
+  if (grpc::Status key = check_key(*context); !key.ok()) return key;
   const char* text = engine_->model_info_json(engine_->ctx);
   const std::string json_text = text != nullptr ? text : "{}";  // copy: valid until next call
   const Json info = Json::parse(json_text, nullptr, false);
@@ -247,9 +316,10 @@ grpc::Status GenerationService::GetModelInfo(grpc::ServerContext* /*context*/,
   return grpc::Status::OK;
 }
 
-grpc::Status GenerationService::GetTokenizer(grpc::ServerContext* /*context*/,
+grpc::Status GenerationService::GetTokenizer(grpc::ServerContext* context,
                                              const v1::GetTokenizerRequest* request,
                                              v1::GetTokenizerResponse* response) {
+  if (grpc::Status key = check_key(*context); !key.ok()) return key;
   {
     const char* text = engine_->model_info_json(engine_->ctx);
     const Json info = Json::parse(text != nullptr ? text : "{}", nullptr, false);

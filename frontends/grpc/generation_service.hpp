@@ -3,6 +3,11 @@
 // see it") as GenerateResponse chunks. A client cancel, a deadline or Abort aborts the engine
 // request; the handler still waits for the engine's final "done" event before returning, so no
 // callback ever reaches a freed call.
+//
+// With an api_key, every call of this service needs `authorization: Bearer <key>` metadata
+// (UNAUTHENTICATED otherwise); grpc.health.v1 and reflection are other services and stay open.
+// Running requests are registered under their owner (the key when there is one, else the
+// connection), so Abort reaches only the caller's own requests.
 #pragma once
 
 #include <atomic>
@@ -40,14 +45,18 @@ class GenerationService final : public tessera::v1::Generation::Service {
   [[nodiscard]] bool serving() const noexcept;
 
  private:
-  void unregister_running(const std::string& id);
+  // OK, or UNAUTHENTICATED when a key is configured and the call does not carry it.
+  [[nodiscard]] grpc::Status check_key(const grpc::ServerContext& context) const;
+  // The key of running_ for request `id` made by the caller of `context`.
+  [[nodiscard]] std::string running_key(const grpc::ServerContext& context,
+                                        const std::string& id) const;
+  void unregister_running(const std::string& key);
 
   const ts_engine_api* engine_;
   GrpcOptions options_;
   std::atomic<bool> draining_{false};
-  std::atomic<std::uint64_t> next_id_{1};
   std::mutex running_mutex_;
-  std::map<std::string, std::uint64_t> running_;  // request_id -> engine request id
+  std::map<std::string, std::uint64_t> running_;  // running_key -> engine request id
 };
 
 }  // namespace tessera::grpcfe

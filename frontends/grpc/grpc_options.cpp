@@ -1,5 +1,6 @@
 #include "grpc_options.hpp"
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "tessera/plugin_sdk.hpp"
@@ -17,7 +18,11 @@ const char* const kGrpcOptionsSchemaJson = R"json({
     "reflection": {"type": "boolean", "default": false,
       "description": "serve the gRPC server reflection service (grpcurl, grpc_cli)"},
     "max_stop": {"type": "integer", "minimum": 0, "maximum": 1024, "default": 16,
-      "description": "stop strings plus stop token ids per request"}
+      "description": "stop strings plus stop token ids per request"},
+    "api_key": {"type": "string", "default": "",
+      "description": "required as 'authorization: Bearer <key>' metadata on tessera.v1.Generation (health and reflection stay open); empty: no key"},
+    "api_key_env": {"type": "string", "default": "",
+      "description": "name of an environment variable holding the key (wins over api_key when set and non-empty)"}
   }
 })json";
 
@@ -31,6 +36,12 @@ ts_status parse_grpc_options(const char* options_json, GrpcOptions& out) noexcep
       o.port_file = j.value("port_file", o.port_file);
       o.reflection = j.value("reflection", o.reflection);
       o.max_stop = j.value("max_stop", o.max_stop);
+      o.api_key = j.value("api_key", std::string());
+      const std::string env = j.value("api_key_env", std::string());
+      if (!env.empty()) {
+        const char* value = std::getenv(env.c_str());
+        if (value != nullptr && *value != '\0') o.api_key = value;
+      }
     } catch (const nlohmann::json::exception& e) {
       return sdk::fail(TS_ERR_INVALID_ARGUMENT, std::string("options: ") + e.what());
     }

@@ -12,6 +12,7 @@ struct GrpcOptions {
   std::string port_file;                   // written with the bound port once listening
   bool reflection = false;                 // serve grpc.reflection.v1alpha
   int max_stop = 16;                       // stop strings + stop token ids per request
+  std::string api_key;  // required as `authorization: Bearer <key>` metadata; empty: no key
 };
 
 extern const char* const kGrpcOptionsSchemaJson;

@@ -61,10 +61,12 @@ void ServerContext::load_model_info(std::int64_t max_stop, std::int64_t max_prom
     model_name = string_member(info, "id");
     max_context = int_member(info, "max_context", 0);
     limits.vocab_size = int_member(info, "vocab_size", limits.vocab_size);
+    limits.default_max_tokens = int_member(info, "default_max_tokens", limits.default_max_tokens);
     if (const Json* l = member(info, "limits")) {
       limits.max_tokens = int_member(*l, "max_tokens", limits.max_tokens);
       limits.max_n = int_member(*l, "max_n", limits.max_n);
       limits.max_logprobs = int_member(*l, "max_logprobs", limits.max_logprobs);
+      limits.max_queue = int_member(*l, "max_queue", limits.max_queue);
       max_body_bytes = int_member(*l, "max_body_bytes", max_body_bytes);
     }
   }

@@ -48,6 +48,9 @@ ts_status HttpServer::start(const ts_engine_api* engine) {
     }
     state_.ctx.engine = EngineClient(engine);
     state_.ctx.load_model_info(state_.options.max_stop, state_.options.max_prompts);
+    // A non-streaming body is sent whole: it may not be estimated larger than what a stream may
+    // hold unsent (openai_request.cpp, check_response_size).
+    state_.ctx.limits.max_response_bytes = state_.options.max_buffered_bytes;
 
     tcp::resolver resolver(ioc_);
     boost::system::error_code ec;
@@ -102,8 +105,9 @@ void HttpServer::accept_next() {
       net::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
         if (ec == net::error::operation_aborted || !acceptor_->is_open()) return;
         if (!ec) {
-          if (state_.draining.load() ||
-              state_.metrics.open_connections() >= state_.options.max_connections) {
+          // Still accepted while draining: probes get their answer (/ready 503 "draining",
+          // /health 200), new work the engine's 503, then the connection closes.
+          if (state_.metrics.open_connections() >= state_.options.max_connections) {
             boost::system::error_code ignored;
             socket.close(ignored);
           } else {
@@ -122,13 +126,10 @@ ts_status HttpServer::stop(std::int64_t deadline_ms) {
     stopped_ = true;
     const auto t0 = std::chrono::steady_clock::now();
     const auto deadline = t0 + std::chrono::milliseconds(deadline_ms > 0 ? deadline_ms : 0);
-    // 1. Stop accepting; idle keep-alive connections are closed, busy ones close after their
-    //    response (keep_alive() is false from now on).
+    // 1. Idle keep-alive connections are closed, busy ones close after their response
+    //    (keep_alive() is false from now on). The listener stays open, so load balancers keep
+    //    getting /ready 503 "draining" and /health 200 instead of a refused connection.
     state_.draining.store(true);
-    net::post(acceptor_->get_executor(), [this] {
-      boost::system::error_code ignored;
-      if (acceptor_) acceptor_->close(ignored);
-    });
     for (const auto& s : state_.live_sessions()) s->begin_drain();
     // 2. Let running generations finish.
     const bool finished =
@@ -139,6 +140,11 @@ ts_status HttpServer::stop(std::int64_t deadline_ms) {
                          " generations running: aborting them");
       for (const auto& s : state_.live_sessions()) s->abort_generation();
     }
+    // The last stream has ended (or was aborted): stop accepting.
+    net::post(acceptor_->get_executor(), [this] {
+      boost::system::error_code ignored;
+      if (acceptor_) acceptor_->close(ignored);
+    });
     // 3. Every submitted engine request must deliver its final event before the sessions go.
     const bool engine_done = wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(10),
                                         [&] { return state_.open_engine_calls.load() == 0; });

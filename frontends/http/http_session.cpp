@@ -59,7 +59,8 @@ bool Session::keep_alive() const {
 
 void Session::read_header() {
   if (closed_) return;
-  if (state_.draining.load()) return close();
+  // During a drain a connection gets one request (a probe: /health, /ready), never a second.
+  if (state_.draining.load() && served_) return close();
   idle_ = true;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(state_.options.max_header_bytes));
@@ -78,6 +79,7 @@ void Session::on_header(beast::error_code ec) {
     return close();
   }
   idle_ = false;
+  served_ = true;
   if (ec == bhttp::error::header_limit) {
     state_.metrics.count_request(nullptr, 431);
     return reject_and_close(status_error(
@@ -90,6 +92,11 @@ void Session::on_header(beast::error_code ec) {
                                        std::to_string(state_.ctx.max_body_bytes) + " bytes");
     e.code = "request_too_large";
     return reject_and_close(e);
+  }
+  if (ec == bhttp::error::bad_transfer_encoding) {  // a coding other than chunked last
+    state_.metrics.count_request(nullptr, 501);
+    return reject_and_close(
+        status_error(501, "Transfer-Encoding is not implemented (only chunked): " + ec.message()));
   }
   if (ec) {
     state_.metrics.count_request(nullptr, 400);
@@ -105,6 +112,12 @@ void Session::on_header(beast::error_code ec) {
   in.authorization = std::string_view(auth.data(), auth.size());
   const auto origin = req[bhttp::field::origin];
   in.origin = std::string_view(origin.data(), origin.size());
+  in.http11 = req.version() >= 11;
+  in.has_host = req.find(bhttp::field::host) != req.end();
+  const auto transfer_encoding = req[bhttp::field::transfer_encoding];
+  in.transfer_encoding = std::string_view(transfer_encoding.data(), transfer_encoding.size());
+  const auto content_encoding = req[bhttp::field::content_encoding];
+  in.content_encoding = std::string_view(content_encoding.data(), content_encoding.size());
   decision_ = decide(in, state_.gate);
   if (decision_.kind == GateDecision::Kind::kReject) {
     const Route* route = nullptr;
@@ -147,6 +160,11 @@ void Session::on_body(beast::error_code ec) {
                                        std::to_string(state_.ctx.max_body_bytes) + " bytes");
     e.code = "request_too_large";
     return reject_and_close(e);
+  }
+  if (ec == bhttp::error::bad_chunk || ec == bhttp::error::bad_chunk_extension) {
+    // e.g. a negative or non-hex chunk size: answered before the connection closes.
+    state_.metrics.count_request(&decision_.match.route, 400);
+    return reject_and_close(status_error(400, "malformed chunked body: " + ec.message()));
   }
   if (ec) return close();
   dispatch();

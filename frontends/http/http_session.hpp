@@ -98,6 +98,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool head_request_ = false;
   bool closed_ = false;
   bool idle_ = true;  // between requests (safe to close on drain)
+  bool served_ = false;  // a request was read: during a drain no further one is
 
   // Disconnect watch while a generation runs.
   bool watching_ = false;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "tessera/sampling_fields.hpp"
+
 namespace tessera::http {
 
 namespace {
@@ -31,18 +33,55 @@ void unsupported(std::string_view param, std::string_view why) {
   reject(fmt::format("'{}' is not supported by this server: {}", param, why), std::string(param));
 }
 
+// Every choice of every prompt waits for a slot as one sequence; a request of more of them than
+// limits.max_queue can never be admitted, so it is a 400 that says why, never a retryable 429.
+void check_fan_out(const RequestLimits& limits, std::int64_t n, std::size_t prompts) {
+  const auto sequences = n * static_cast<std::int64_t>(prompts);
+  if (sequences > limits.max_queue) {
+    reject(fmt::format("n x prompts = {} sequences, more than limits.max_queue = {} can ever "
+                       "queue; lower n or send fewer prompts per request",
+                       sequences, limits.max_queue),
+           "n");
+  }
+}
+
+// A non-streaming body is built whole in memory before it is sent: n x prompts x max_tokens
+// tokens, each with 1 + top_logprobs logprob entries when asked. ~68 B per entry was measured
+// (n = 8, top_logprobs = 20, max_tokens = 4000 made 46 MB); the bounds below are above that, so a
+// request whose estimate exceeds max_response_bytes is refused before it runs. Streaming bodies
+// are bounded by max_buffered_bytes of unsent data instead.
+constexpr std::int64_t kBodyBytesPerToken = 16;
+constexpr std::int64_t kBodyBytesPerLogprobEntry = 96;
+
+void check_response_size(const RequestLimits& limits, const GenerationPlan& plan,
+                         std::int64_t max_tokens, std::size_t prompts) {
+  if (plan.stream) return;
+  const std::int64_t entries = plan.logprobs ? 1 + plan.top_logprobs : 0;
+  const double bytes =
+      static_cast<double>(plan.n) * static_cast<double>(prompts) * static_cast<double>(max_tokens) *
+      static_cast<double>(kBodyBytesPerToken + entries * kBodyBytesPerLogprobEntry);
+  if (bytes > static_cast<double>(limits.max_response_bytes)) {
+    reject(
+        fmt::format("a non-streaming response of n = {} x {} prompt(s) x max_tokens = {}{} may "
+                    "reach {:.1f} MiB, more than this server holds for one response ({:.1f} "
+                    "MiB, max_buffered_bytes); stream it (\"stream\": true) or ask for less",
+                    plan.n, prompts, max_tokens,
+                    plan.logprobs ? fmt::format(" with top_logprobs = {}", plan.top_logprobs)
+                                  : std::string(),
+                    bytes / (1 << 20), static_cast<double>(limits.max_response_bytes) / (1 << 20)),
+        !plan.logprobs                      ? "max_tokens"
+        : plan.kind == ApiKind::kCompletion ? "logprobs"
+                                            : "top_logprobs");
+  }
+}
+
 // Sampling, stops and engine options shared by both APIs, copied into `out` under the engine's
 // names. Absent fields stay absent: the engine applies [sampler.defaults].
 void read_sampling(const FieldReader& r, const RequestLimits& limits, Json& out) {
-  if (auto t = r.number("temperature", 0, 2)) out["temperature"] = *t;
-  if (auto p = r.number("top_p", 0, 1, /*lo_open=*/true)) out["top_p"] = *p;
-  if (auto k = r.integer("top_k", -1, limits.vocab_size)) out["top_k"] = *k < 0 ? 0 : *k;
-  if (auto m = r.number("min_p", 0, 1)) out["min_p"] = *m;
-  if (auto f = r.number("frequency_penalty", -2, 2)) out["frequency_penalty"] = *f;
-  if (auto p = r.number("presence_penalty", -2, 2)) out["presence_penalty"] = *p;
-  if (auto p = r.number("repetition_penalty", 0, 10, /*lo_open=*/true)) {
-    out["repetition_penalty"] = *p;
+  for (const sdk::NumberField& f : sdk::kSamplingNumberFields) {
+    if (auto x = r.number(f.name, f.lo, f.hi, f.lo_open)) out[std::string(f.name)] = *x;
   }
+  if (auto k = r.integer("top_k", sdk::kTopKOff, limits.vocab_size)) out["top_k"] = *k < 0 ? 0 : *k;
   if (auto s = r.integer("seed", kInt64Min, kInt64Max)) out["seed"] = *s;
   auto stops = r.string_or_strings("stop", static_cast<std::size_t>(limits.max_stop),
                                    static_cast<std::size_t>(limits.max_stop_bytes));
@@ -207,11 +246,17 @@ GenerationPlan parse_chat_request(std::string_view body, const RequestLimits& li
   }
   (void)r.boolean("parallel_tool_calls");
   if (auto user = r.string("user")) out["user"] = *user;  // the live A/B key (docs/ab.md)
+  // Special-token text in user / tool content is plain text unless the client opts in.
+  if (auto b = r.boolean("allow_special_tokens_in_content")) {
+    out["allow_special_tokens_in_content"] = *b;
+  }
   read_stream(r, plan);
   plan.n = read_n(r, limits);
   read_max_tokens(r, limits, /*chat=*/true, out);
   read_sampling(r, limits, out);
   read_logprobs_chat(r, limits, plan, out);
+  check_fan_out(limits, plan.n, 1);
+  check_response_size(limits, plan, int_member(out, "max_tokens", limits.default_max_tokens), 1);
   out["n"] = plan.n;
   plan.engine_requests.push_back(out.dump());
   return plan;
@@ -293,6 +338,9 @@ GenerationPlan parse_completion_request(std::string_view body, const RequestLimi
   } else {
     reject("'prompt' must be a non-empty string or array", "prompt");
   }
+  check_fan_out(limits, plan.n, prompts.size());
+  check_response_size(limits, plan, int_member(common, "max_tokens", limits.default_max_tokens),
+                      prompts.size());
   for (auto& p : prompts) {
     plan.echo_texts.push_back(p.contains("prompt") ? p["prompt"].get<std::string>() : "");
     for (auto it = common.begin(); it != common.end(); ++it) p[it.key()] = it.value();

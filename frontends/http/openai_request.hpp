@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "request_fields.hpp"
+#include "tessera/sampling_fields.hpp"
 
 namespace tessera::http {
 
@@ -20,10 +21,13 @@ struct RequestLimits {
   std::int64_t max_tokens = 8192;
   std::int64_t max_n = 8;
   std::int64_t max_logprobs = 20;
-  std::int64_t max_stop = 16;         // stop strings per request
-  std::int64_t max_stop_bytes = 256;  // bytes per stop string
-  std::int64_t max_prompts = 64;      // /v1/completions prompt batch
-  std::int64_t vocab_size = 1 << 30;  // token ids must be below it
+  std::int64_t max_stop = 16;                        // stop strings per request
+  std::int64_t max_stop_bytes = sdk::kMaxStopBytes;  // bytes per stop string
+  std::int64_t max_prompts = 64;                     // /v1/completions prompt batch
+  std::int64_t max_queue = 1024;              // sequences (n x prompts) one request may queue
+  std::int64_t default_max_tokens = 4096;     // what an absent max_tokens means
+  std::int64_t max_response_bytes = 8 << 20;  // estimated non-streaming body (max_buffered_bytes)
+  std::int64_t vocab_size = 1 << 30;          // token ids must be below it
 };
 
 enum class ApiKind { kChat, kCompletion };

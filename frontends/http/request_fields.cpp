@@ -5,6 +5,8 @@
 #include <cmath>
 #include <utility>
 
+#include "tessera/bounded_json.hpp"
+
 namespace tessera::http {
 
 void reject(std::string message, std::string param) {
@@ -12,26 +14,21 @@ void reject(std::string message, std::string param) {
 }
 
 Json parse_json_object(std::string_view body, int max_depth) {
-  // Depth is checked with the SAX-style callback before the value is built.
-  int depth = 0;
-  bool too_deep = false;
-  const Json::parser_callback_t limit_depth = [&](int d, Json::parse_event_t event, Json&) {
-    if (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) {
-      depth = d + 1;
-      if (depth > max_depth) too_deep = true;
-    }
-    return !too_deep;
-  };
-  Json value;
-  try {
-    value = Json::parse(body.begin(), body.end(), limit_depth, /*allow_exceptions=*/true,
-                        /*ignore_comments=*/false);
-  } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e400
-    reject(fmt::format("the body is not valid JSON: {}", e.what()));
+  // Linear in the body whatever its shape (tessera/bounded_json.hpp); the bounds are checked as
+  // the value is built, before any field is looked at.
+  sdk::JsonBounds bounds;
+  bounds.max_depth = max_depth;
+  sdk::BoundedJsonResult parsed = sdk::parse_bounded_json(body, bounds);
+  if (parsed.limit == "max_depth") {
+    reject(fmt::format("the body nests deeper than {} levels", max_depth));
   }
-  if (too_deep) reject(fmt::format("the body nests deeper than {} levels", max_depth));
-  if (!value.is_object()) reject("the body must be a JSON object, got " + json_kind(value));
-  return value;
+  if (!parsed.limit.empty())
+    reject(fmt::format("the body is refused: {} ({})", parsed.error, parsed.limit));
+  if (!parsed.ok()) reject(fmt::format("the body is not valid JSON: {}", parsed.error));
+  if (!parsed.value.is_object()) {
+    reject("the body must be a JSON object, got " + json_kind(parsed.value));
+  }
+  return std::move(parsed.value);
 }
 
 const Json* member(const Json& object, std::string_view key) {

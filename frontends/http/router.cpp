@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <string>
 #include <utility>
 
 #include "api_key.hpp"
@@ -28,6 +30,33 @@ bool is_cors_allowed(std::string_view origin, const std::vector<std::string>& al
   if (origin.empty()) return false;
   return std::any_of(allowed.begin(), allowed.end(),
                      [&](const std::string& a) { return a == "*" || a == origin; });
+}
+
+// The first coding of a comma-separated header value that is neither "identity" nor `allowed`
+// (case-insensitive, blanks trimmed); nullopt when every coding is acceptable.
+std::optional<std::string> unsupported_coding(std::string_view value, std::string_view allowed) {
+  const auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) ==
+                    std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    std::string_view coding = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
+      coding.remove_prefix(1);
+    }
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+      coding.remove_suffix(1);
+    }
+    if (coding.empty() || same(coding, "identity") || (!allowed.empty() && same(coding, allowed))) {
+      continue;
+    }
+    return std::string(coding);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -98,6 +127,23 @@ GateDecision decide(const GateInput& in, const GateOptions& options) {
   if (!target) {
     d.status = 400;
     d.message = "malformed request target (only origin-form \"/path?query\" is accepted)";
+    return d;
+  }
+  // Framing first (RFC 9112): a body in a coding this server cannot undo is refused, not read
+  // as if it were plain JSON.
+  if (in.http11 && !in.has_host) {
+    d.status = 400;
+    d.message = "an HTTP/1.1 request needs a Host header";
+    return d;
+  }
+  if (const auto coding = unsupported_coding(in.transfer_encoding, "chunked")) {
+    d.status = 501;
+    d.message = "Transfer-Encoding \"" + *coding + "\" is not implemented (only chunked)";
+    return d;
+  }
+  if (const auto coding = unsupported_coding(in.content_encoding, "")) {
+    d.status = 415;
+    d.message = "Content-Encoding \"" + *coding + "\" is not supported (send the body as is)";
     return d;
   }
   const bool cors = is_cors_allowed(in.origin, options.cors_origins);

@@ -55,15 +55,19 @@ struct GateOptions {
 struct GateInput {
   Method method = Method::kOther;
   std::string_view target;
-  std::string_view authorization;  // header value, "" when absent
-  std::string_view origin;         // header value, "" when absent
+  std::string_view authorization;      // header value, "" when absent
+  std::string_view origin;             // header value, "" when absent
+  bool http11 = true;                  // HTTP/1.1 (false: HTTP/1.0)
+  bool has_host = true;                // a Host header was sent
+  std::string_view transfer_encoding;  // header value, "" when absent
+  std::string_view content_encoding;   // header value, "" when absent
 };
 
 // The verdict on a request before its body is looked at.
 struct GateDecision {
   enum class Kind { kRoute, kPreflight, kReject } kind = Kind::kReject;
   RouteMatch match{Route::kHealth, {}};
-  unsigned status = 0;      // kReject: 400, 401, 404 or 405
+  unsigned status = 0;      // kReject: 400, 401, 404, 405, 415 or 501
   std::string message;      // kReject: for the error object
   std::string allow;        // 405 and preflight: the Allow header value
   std::string cors_origin;  // non-empty: echo in Access-Control-Allow-Origin

@@ -52,6 +52,10 @@ ROWS = {
                               '"top_p": Infinity}'), 400, None, None),
     "invalid_utf8": ((CHAT, b'{"messages": [{"role": "user", "content": "\xff\xfe\xc3"}]}'),
                      400, None, None),
+    "image_part": ((CHAT, chat(messages=[{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}])),
+        400, None, None),
     "empty_messages": ((CHAT, json.dumps({"messages": []})), 400, "messages", None),
     "unknown_role": ((CHAT, json.dumps({"messages": [{"role": "wizard", "content": "x"}]})),
                      400, None, None),
@@ -82,6 +86,16 @@ ROWS = {
     "garbage_request_line": (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n",
                              400, None, None),
     "absolute_form_target": (b"GET http://evil/health HTTP/1.1\r\nHost: x\r\n\r\n", 400, None, None),
+    "http11_without_host": (b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n", 400, None, None),
+    "transfer_encoding_gzip": (b"POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
+                               b"\r\n", 501, None, None),
+    "transfer_encoding_gzip_chunked": (b"POST /tokenize HTTP/1.1\r\nHost: x\r\n"
+                                       b"Transfer-Encoding: gzip, chunked\r\n\r\n"
+                                       b"5\r\nhello\r\n0\r\n\r\n", 501, None, None),
+    "content_encoding_gzip": (raw_request("/tokenize", b"\x1f\x8b\x08\x00garbage",
+                                          b"Content-Encoding: gzip\r\n"), 415, None, None),
+    "negative_chunk_size": (b"POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                            b"\r\n-1\r\n\r\n", 400, None, None),
     "bad_content_length": (b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
                            400, None, None),
 }
@@ -165,6 +179,42 @@ class ProtocolEdgesTest(unittest.TestCase):
                             b"Connection: close\r\nExpect: 100-continue\r\nContent-Length: " +
                             str(len(body)).encode() + b"\r\n\r\n" + body)
         self.assertTrue(r.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200"), r[:200])
+
+
+class ManyKeysTest(unittest.TestCase):
+    """An object of 100,000 keys (1.2 MB) is refused naming the bound, on the only I/O thread,
+    while /health still answers: the parse is linear and stops at the 1,025th key (a quadratic
+    parse held the thread for ~7 s)."""
+
+    def test_hundred_thousand_keys(self):
+        import threading
+        import time
+        keys = "{" + ",".join(f'"k{i}":0' for i in range(100000)) + "}"
+        body = '{"messages": [{"role": "user", "content": "hi"}], "metadata": ' + keys + "}"
+        with harness.Server(frontend={"threads": 1}, limits={"max_body_bytes": 4 << 20}) as server:
+            result = {}
+
+            def big():
+                start = time.monotonic()
+                result["reply"] = server.request("POST", CHAT, body,
+                                                 {"Content-Type": "application/json"})
+                result["seconds"] = time.monotonic() - start
+
+            sender = threading.Thread(target=big)
+            sender.start()
+            health_seconds = []
+            while sender.is_alive():
+                start = time.monotonic()
+                self.assertEqual(server.request("GET", "/health", timeout=10)[0], 200)
+                health_seconds.append(time.monotonic() - start)
+            sender.join()
+            status, _, reply = result["reply"]
+            self.assertEqual(status, 400, reply[:300])
+            self.assertIn("max_object_keys", json.loads(reply)["error"]["message"])
+            # Generous: the send and the answer over loopback, not the parse (~0.3 ms).
+            self.assertLess(result["seconds"], 2.0)
+            self.assertLess(max(health_seconds, default=0), 1.0)
+            self.assertEqual(server.request("POST", CHAT, chat())[0], 200)
 
 
 class QueueLimitTest(unittest.TestCase):

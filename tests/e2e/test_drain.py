@@ -1,7 +1,8 @@
-"""SIGTERM drains: the listener closes at once, idle keep-alive connections are closed, running
-streams finish normally (within the drain deadline) and the process exits 0; past the deadline
-the remaining requests are aborted (finish_reason "abort", then [DONE]) and the process still
-exits 0 promptly."""
+"""SIGTERM drains: idle keep-alive connections are closed, the listener stays for probes until
+the last stream ends (/health 200, /ready 503 "draining", new work 503), running streams finish
+normally (within the drain deadline) and the process exits 0; past the deadline the remaining
+requests are aborted (finish_reason "abort", then [DONE]) and the process still exits 0 promptly;
+a second SIGTERM during the drain exits at once with 128 + 15."""
 import json
 import signal
 import socket
@@ -46,7 +47,7 @@ def finish_reasons(raw):
 
 
 class DrainTest(unittest.TestCase):
-    def test_running_streams_finish_and_the_listener_closes(self):
+    def test_running_streams_finish_while_probes_answer(self):
         # A deadline far past the stream's length: under ThreadSanitizer on a 2-core VM the 3000
         # tokens took more than the default 30 s, and the stream was aborted (the other test
         # covers the deadline itself).
@@ -59,16 +60,21 @@ class DrainTest(unittest.TestCase):
         t.start()
         self.assertTrue(first.wait(30))
         server.proc.send_signal(signal.SIGTERM)
-        # The listener closes at once; the idle connection is closed by the server.
-        deadline = time.time() + 5
-        refused = False
-        while time.time() < deadline and not refused:
-            try:
-                socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
-                time.sleep(0.02)
-            except OSError:
-                refused = True
-        self.assertTrue(refused, "still accepting connections after SIGTERM")
+        # Probes keep their answers while the stream runs: /ready turns 503 "draining" within
+        # 0.2 s, /health stays 200, new work is 503. (The listener used to close at once.)
+        t_signal = time.time()
+        while True:
+            status, _, body = server.request("GET", "/ready", timeout=5)
+            if status == 503:
+                break
+            self.assertLess(time.time() - t_signal, 0.2, "/ready still 200 0.2 s after SIGTERM")
+        self.assertIn(b"draining", body)
+        self.assertEqual(server.request("GET", "/health", timeout=5)[0], 200)
+        self.assertEqual(server.request("POST", "/v1/chat/completions",
+                                        json.dumps(dict(BODY, stream=False, max_tokens=2)),
+                                        timeout=5)[0], 503)
+        self.assertTrue(t.is_alive(), "the stream ended before the probes were checked")
+        # The idle connection is closed by the server.
         idle.settimeout(5)
         self.assertEqual(idle.recv(4096), b"")
         idle.close()
@@ -102,6 +108,20 @@ class DrainTest(unittest.TestCase):
         self.assertEqual(server.wait(60), 0, server.log())
         self.assertLess(time.time() - t0, 20)
         self.assertIn("drain deadline passed", server.log())
+
+
+class SecondSignalTest(unittest.TestCase):
+    def test_second_sigterm_exits_at_once_with_143(self):
+        server = harness.Server(max_context=4096, args=["--drain-timeout", "600"]).start()
+        first, result = threading.Event(), []
+        t = threading.Thread(target=stream, args=(server, 4000, first, result), daemon=True)
+        t.start()
+        self.assertTrue(first.wait(30))
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        server.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(server.wait(10), 128 + signal.SIGTERM, server.log())
+        self.assertIn("second signal", server.log())
 
 
 if __name__ == "__main__":

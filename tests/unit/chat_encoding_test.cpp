@@ -145,7 +145,7 @@ TEST(ChatEncoding, RequestToolsGoOnAnInsertedSystemMessage) {
 TEST(ChatEncoding, RequestMappingFlattensContentAndContinuesTheLastAssistant) {
   const Json request = Json::parse(R"([
     {"role": "system", "content": [{"type": "text", "text": "Be"}, {"type": "text", "text": "brief."}]},
-    {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "image_url", "image_url": {"url": "x"}}]},
+    {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
     {"role": "assistant", "content": "Hel"}])");
   RequestMapping mapping;
   mapping.continue_final_message = true;
@@ -155,6 +155,20 @@ TEST(ChatEncoding, RequestMappingFlattensContentAndContinuesTheLastAssistant) {
   EXPECT_EQ(encode_messages(messages_for_encoder(request, nullptr)),
             "<｜begin▁of▁sentence｜>Be brief.<｜User｜>Hi<｜Assistant｜></think>Hel"
             "<｜end▁of▁sentence｜>");
+}
+
+// The model reads text only: an image part is refused, never silently dropped.
+TEST(ChatEncoding, RequestMappingRefusesImageParts) {
+  for (const char* type : {"image_url", "input_image", "image"}) {
+    const Json request = Json::parse(std::string(R"([{"role": "user", "content": [
+      {"type": "text", "text": "What is this?"}, {"type": ")") + type + R"("}]}])");
+    try {
+      (void)messages_for_encoder(request, nullptr);
+      ADD_FAILURE() << type << " was accepted";
+    } catch (const ChatEncodingError& e) {
+      EXPECT_NE(std::string(e.what()).find("images are not supported"), std::string::npos);
+    }
+  }
 }
 
 // ---- parsing completions ---------------------------------------------------------------------

@@ -96,6 +96,30 @@ TEST(HttpGate, EveryRouteIsFoundWithItsMethod) {
   EXPECT_EQ(gate(Method::kGet, "/v1/models/org/name", "", open).match.model_id, "org/name");
 }
 
+// Framing: HTTP/1.1 without Host is 400; a transfer or content coding the server cannot undo
+// is 501 / 415, before the key check and the route (the body would otherwise be read as JSON).
+TEST(HttpGate, HostAndCodingsAreChecked) {
+  const auto framed = [](bool http11, bool host, const char* te, const char* ce) {
+    GateInput in;
+    in.method = Method::kPost;
+    in.target = "/tokenize";
+    in.http11 = http11;
+    in.has_host = host;
+    in.transfer_encoding = te;
+    in.content_encoding = ce;
+    return decide(in, with_key());
+  };
+  EXPECT_EQ(framed(true, false, "", "").status, 400u);
+  EXPECT_NE(framed(true, false, "", "").message.find("Host"), std::string::npos);
+  EXPECT_EQ(framed(false, false, "", "").status, 401u);  // HTTP/1.0 needs none: on to the key
+  EXPECT_EQ(framed(true, true, "chunked", "").status, 401u);
+  EXPECT_EQ(framed(true, true, "Chunked", "identity").status, 401u);
+  EXPECT_EQ(framed(true, true, "gzip, chunked", "").status, 501u);
+  EXPECT_NE(framed(true, true, "gzip, chunked", "").message.find("gzip"), std::string::npos);
+  EXPECT_EQ(framed(true, true, "", "gzip").status, 415u);
+  EXPECT_EQ(framed(true, true, "", " br ").status, 415u);
+}
+
 TEST(HttpGate, WrongMethodIs405WithAllow) {
   const auto d = gate(Method::kGet, "/v1/chat/completions", "", GateOptions{});
   EXPECT_EQ(d.kind, GateDecision::Kind::kReject);

@@ -2,6 +2,7 @@
 // refusal as an OpenAI error (status, param, code) — the bad-input table at the unit level.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "openai_request.hpp"
@@ -198,6 +199,65 @@ TEST(HttpChatRequest, BadInputTable) {
     EXPECT_EQ(r.code, row.code) << row.name;
     EXPECT_FALSE(r.message.empty()) << row.name;
   }
+}
+
+// An object of 100,000 keys (1.2 MB, here in a field the server does not know) is refused
+// naming the bound, after a parse linear in the body: ordered_json::parse took ~7 s for it.
+TEST(HttpChatRequest, HundredThousandKeysAreRefusedQuickly) {
+  std::string keys = "{";
+  for (int i = 0; i < 100000; ++i) {
+    keys += (i == 0 ? "\"k" : ",\"k") + std::to_string(i) + "\":0";
+  }
+  keys += "}";
+  for (const std::string& body : {"{" + kMessages + R"(, "metadata": )" + keys + "}", keys}) {
+    const auto start = std::chrono::steady_clock::now();
+    const Refusal r = chat_refusal(body);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.status, 400u);
+    EXPECT_NE(r.message.find("max_object_keys"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("1024"), std::string::npos) << r.message;
+    EXPECT_LT(ms, 100.0) << "refusing 100,000 keys took " << ms << " ms";
+  }
+}
+
+// n x prompts beyond max_queue can never be admitted: a 400 naming n, not a retryable 429.
+TEST(HttpCompletionRequest, FanOutBeyondTheQueueIsRefused) {
+  RequestLimits l = limits();
+  l.max_queue = 4;
+  EXPECT_NO_THROW((void)parse_completion_request(R"({"prompt": ["a", "b"], "n": 2})", l, kModel));
+  const Refusal r = refusal(
+      [&] { (void)parse_completion_request(R"({"prompt": ["a", "b", "c"], "n": 2})", l, kModel); });
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.param, "n");
+  EXPECT_NE(r.message.find("max_queue = 4"), std::string::npos) << r.message;
+  l.max_queue = 3;
+  EXPECT_EQ(
+      refusal([&] { (void)parse_chat_request("{" + kMessages + R"(, "n": 4})", l, kModel); }).param,
+      "n");
+}
+
+// A non-streaming body is held whole: a request whose estimate (n x max_tokens x logprob
+// entries) exceeds the server's bound is refused before it runs; streamed, it is served.
+TEST(HttpChatRequest, NonStreamingBodyBeyondTheBoundIsRefused) {
+  RequestLimits l = limits();
+  l.max_response_bytes = 1 << 20;
+  const std::string big =
+      "{" + kMessages + R"(, "n": 4, "max_tokens": 1000, "logprobs": true, "top_logprobs": 20)";
+  const Refusal r = refusal([&] { (void)parse_chat_request(big + "}", l, kModel); });
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.param, "top_logprobs");
+  EXPECT_NE(r.message.find("stream"), std::string::npos) << r.message;
+  EXPECT_NO_THROW((void)parse_chat_request(big + R"(, "stream": true})", l, kModel));
+  EXPECT_NO_THROW(
+      (void)parse_chat_request("{" + kMessages + R"(, "n": 4, "max_tokens": 1000})", l, kModel));
+  // Completions count every prompt; an absent max_tokens is the server's default.
+  l.default_max_tokens = 1000;
+  EXPECT_EQ(refusal([&] {
+              (void)parse_completion_request(R"({"prompt": ["a", "b"], "n": 2, "logprobs": 20})", l,
+                                             kModel);
+            }).param,
+            "logprobs");
 }
 
 TEST(HttpCompletionRequest, PromptForms) {

@@ -15,7 +15,14 @@ Json flatten_content(const Json& content) {
   std::string text;
   bool first = true;
   for (const Json& part : content) {
-    if (!part.is_object() || string_member(part, "type") != "text") {
+    const std::string type = part.is_object() ? string_member(part, "type") : std::string();
+    // The model reads text only: an image must be refused, not dropped, or the answer would be
+    // about a picture the model never saw.
+    if (type == "image_url" || type == "input_image" || type == "image") {
+      throw ChatEncodingError("images are not supported by this model (a content part of type \"" +
+                              type + "\")");
+    }
+    if (type != "text") {
       continue;
     }
     const auto it = part.find("text");

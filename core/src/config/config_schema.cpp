@@ -200,8 +200,10 @@ const std::vector<KeySpec>& keys() {
               "Largest top_logprobs a request may ask for (OpenAI allows 20)."),
       integer("limits", "max_body_bytes", TS_CONFIG_FIELD(limits.max_body_bytes), 8 * kMebi,
               {1024, 1024 * kMebi}, "Largest request body a frontend accepts, in bytes."),
-      integer("limits", "max_queue", TS_CONFIG_FIELD(limits.max_queue), 1024, {1, kMebi},
-              "Requests waiting for a slot; beyond it new requests are refused (HTTP 429)."),
+      integer(
+          "limits", "max_queue", TS_CONFIG_FIELD(limits.max_queue), 1024, {1, kMebi},
+          "Sequences (n choices x prompts) waiting beyond max_running_sequences; a request "
+          "that would exceed it is refused (HTTP 429), one larger than it can never fit (400)."),
       // [generation]
       choice("generation.repetition_guard", "mode",
              TS_CONFIG_FIELD(generation.repetition_guard.mode), "stop", {"off", "warn", "stop"},

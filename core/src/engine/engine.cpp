@@ -184,10 +184,7 @@ uint64_t Engine::submit(Request request, EventCallback on_event) {
       throw RequestError(RequestError::Kind::kUnavailable,
                          failed_ ? "the engine failed (a tensor-parallel rank died); restart it"
                                  : "the engine is shutting down");
-    if (in_flight_ - stats_.running >= options_.max_queue)
-      throw RequestError(RequestError::Kind::kBusy,
-                         fmt::format("{} requests are waiting (limits.max_queue = {}); retry later",
-                                     in_flight_ - stats_.running, options_.max_queue));
+    check_admission(seq->request.queue_fan_out);
     id = next_id_++;
     seq->id = id;
     seq->arrival = id;
@@ -196,6 +193,29 @@ uint64_t Engine::submit(Request request, EventCallback on_event) {
   }
   wake_.notify_one();
   return id;
+}
+
+// What really waits is what is in flight beyond the running slots: a count kept under the lock
+// at every submit and finish, not the running count the loop publishes once per step (which
+// made a burst on an idle server look like a full queue). A request's own sequences all count as
+// waiting, so a group larger than max_queue can never be admitted: that is the client's error,
+// not a reason to retry.
+void Engine::check_admission(int64_t fan_out) const {
+  if (fan_out <= 0) return;  // a sibling of a group admitted whole
+  if (fan_out > options_.max_queue) {
+    throw RequestError(
+        RequestError::Kind::kInvalid,
+        fmt::format("the request needs {} sequences (n x prompts) but limits.max_queue is {}: it "
+                    "can never be admitted; lower n or send fewer prompts per request",
+                    fan_out, options_.max_queue));
+  }
+  const int64_t waiting = std::max<int64_t>(0, in_flight_ - options_.max_running_sequences);
+  if (waiting + fan_out > options_.max_queue) {
+    throw RequestError(RequestError::Kind::kBusy,
+                       fmt::format("{} sequences are waiting for a slot and this request adds {} "
+                                   "(limits.max_queue = {}); retry later",
+                                   waiting, fan_out, options_.max_queue));
+  }
 }
 
 void Engine::abort(uint64_t request_id) {
@@ -472,6 +492,8 @@ void Engine::publish_stats() {
   loop_stats_.running = static_cast<int64_t>(scheduler_->running());
   loop_stats_.waiting = static_cast<int64_t>(scheduler_->waiting());
   loop_stats_.main_pages_free = pools.main.free_pages();
+  loop_stats_.main_pages_cached =
+      prefix_ ? executor_->leader().main_pages_held_by_snapshots_only() : 0;
   loop_stats_.indexer_pages_free = pools.indexer.free_pages();
   loop_stats_.prefix_nodes = prefix_ ? static_cast<int64_t>(prefix_->ready_nodes()) : 0;
   const SchedulerCounters& c = scheduler_->counters();

@@ -41,6 +41,7 @@ struct EngineStats {
   int64_t in_flight = 0;  // submitted, not finished
   int64_t finished = 0;
   int64_t main_pages_total = 0, main_pages_free = 0;
+  int64_t main_pages_cached = 0;  // held only by the prefix cache (reclaimable), not free
   int64_t indexer_pages_total = 0, indexer_pages_free = 0;
   int64_t prefix_nodes = 0;  // prefix-cache blocks held (ready)
   int64_t preemptions = 0;
@@ -91,6 +92,9 @@ class Engine {
   int64_t prefix_block_tokens() const { return prefix_block_; }
 
  private:
+  // Throws RequestError (kInvalid: can never fit, kBusy: full now) unless `fan_out` more
+  // sequences fit limits.max_queue. Called under mutex_.
+  void check_admission(int64_t fan_out) const;
   using Deliveries = std::vector<EventDispatcher::Delivery>;
   void validate(const Request& r) const;
   void loop();

@@ -43,6 +43,11 @@ struct Request {
   // Thinking budget: once this many tokens of reasoning (after a prompt ending in <think>) are
   // generated, the engine emits </think> itself so the answer gets room; unset: [generation].
   std::optional<int64_t> max_reasoning_tokens;
+  // Admission (limits.max_queue): how many sequences this submit brings, itself and the sibling
+  // choices of the same client request submitted right after it. The first of a group is
+  // admitted for all of them and carries the group's size; the siblings carry 0 and are not
+  // checked again, so a request is admitted or refused whole.
+  int64_t queue_fan_out = 1;
 };
 
 // kRepetition: the repetition guard saw a loop (a documented extension of OpenAI's reasons).

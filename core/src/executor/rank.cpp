@@ -56,6 +56,23 @@ const SequenceKv& Rank::sequence(uint64_t id) const {
   return *it->second;
 }
 
+int64_t Rank::main_pages_held_by_snapshots_only() const {
+  if (snapshots_.empty()) return 0;
+  // A page is the cache's alone when every reference the pool counts comes from a snapshot.
+  std::unordered_map<int32_t, int32_t> snapshot_refs;
+  for (const auto& [id, snapshot] : snapshots_) {
+    for (const PrefixSnapshot::Layer& layer : snapshot.layers()) {
+      for (const int32_t p : layer.window_pages) ++snapshot_refs[p];
+      for (const int32_t p : layer.compressed_pages) ++snapshot_refs[p];
+    }
+  }
+  int64_t only = 0;
+  for (const auto& [page, refs] : snapshot_refs) {
+    if (pools_.main.refcount(page) == refs) ++only;
+  }
+  return only;
+}
+
 dsv4::Logits Rank::forward(const std::vector<PlannedChunk>& chunks) {
   dsv4::ForwardBatch batch;
   batch.chunks.reserve(chunks.size());

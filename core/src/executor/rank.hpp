@@ -34,6 +34,9 @@ class Rank {
   bool has_snapshot(uint64_t id) const { return snapshots_.count(id) != 0; }
   size_t sequences() const { return sequences_.size(); }
   size_t snapshots() const { return snapshots_.size(); }
+  // Main-pool pages referenced by prefix snapshots only: the prefix cache holds them, no live
+  // sequence does, and evicting the snapshots would free them (reclaimable, not in use).
+  int64_t main_pages_held_by_snapshots_only() const;
   const KvPools& pools() const { return pools_; }
   void set_bf16_activations(bool on) { model_.set_bf16_activations(on); }
   void set_reduction_parts(int parts) { model_.set_reduction_parts(parts); }

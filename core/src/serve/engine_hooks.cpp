@@ -7,8 +7,13 @@ EngineSnapshot engine_snapshot(const engine::EngineStats& stats, const ts_kv_lay
   s.running = stats.running;
   s.waiting = stats.waiting;
   if (stats.main_pages_total > 0) {
-    s.kv_cache_usage = static_cast<double>(stats.main_pages_total - stats.main_pages_free) /
-                       static_cast<double>(stats.main_pages_total);
+    // Pages only the prefix cache holds are reclaimable: counted apart, not as used (an idle
+    // server with a warm cache reported 0.998).
+    const auto total = static_cast<double>(stats.main_pages_total);
+    s.kv_cache_usage = static_cast<double>(stats.main_pages_total - stats.main_pages_free -
+                                           stats.main_pages_cached) /
+                       total;
+    s.kv_cache_cached = static_cast<double>(stats.main_pages_cached) / total;
   }
   // Tokens that needed a cache entry for their prompt: prefilled ones plus those the prefix cache
   // supplied. (Recomputation after preemption is counted too; docs/http.md notes it.)

@@ -102,6 +102,10 @@ void ServeMetrics::write_exposition(PrometheusWriter& w, const std::string& mode
         [](const ArmMetrics& a) { return static_cast<double>(a.engine.waiting); });
   gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
         [](const ArmMetrics& a) { return a.engine.kv_cache_usage; });
+  gauge("tessera:kv_cache_prefix_cached_perc",
+        "KV-cache pages held only by the prefix cache (reclaimable; not in "
+        "vllm:kv_cache_usage_perc). 1 means 100 percent.",
+        [](const ArmMetrics& a) { return a.engine.kv_cache_cached; });
   counter("vllm:prefix_cache_queries_total",
           "Prefix cache queries, in terms of number of queried tokens.",
           [](const ArmMetrics& a) { return static_cast<double>(a.engine.prefix_cache_queries); });

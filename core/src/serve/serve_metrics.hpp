@@ -24,7 +24,8 @@ namespace tessera::serve {
 struct EngineSnapshot {
   int64_t running = 0;
   int64_t waiting = 0;
-  double kv_cache_usage = 0;         // fraction of cache pages in use, 0..1
+  double kv_cache_usage = 0;         // fraction of cache pages in use by sequences, 0..1
+  double kv_cache_cached = 0;        // fraction held only by the prefix cache (reclaimable)
   int64_t prefix_cache_queries = 0;  // prompt tokens looked up (counter)
   int64_t prefix_cache_hits = 0;     // of which found cached (counter)
   int64_t preemptions = 0;           // counter

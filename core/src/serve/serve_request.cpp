@@ -7,6 +7,9 @@
 
 #include "chat/chat_types.hpp"
 #include "serve/chat_prompt.hpp"
+#include "serve/plain_content.hpp"
+#include "tessera/bounded_json.hpp"
+#include "tessera/sampling_fields.hpp"
 
 namespace tessera::serve {
 
@@ -24,13 +27,15 @@ const Json* field(const Json& request, const char* key) {
   return it == request.end() || it->is_null() ? nullptr : &*it;
 }
 
-std::optional<double> number(const Json& r, const char* key, double lo, double hi, bool lo_open) {
-  const Json* v = field(r, key);
+// A sampling number, checked against its row of tessera/sampling_fields.hpp.
+std::optional<double> number(const Json& r, const sdk::NumberField& f) {
+  const std::string key(f.name);
+  const Json* v = field(r, key.c_str());
   if (v == nullptr) return std::nullopt;
   if (!v->is_number()) invalid(fmt::format("'{}' must be a number", key));
   const double x = v->get<double>();
-  if (!std::isfinite(x) || (lo_open ? x <= lo : x < lo) || x > hi) {
-    invalid(fmt::format("'{}' must be in {}{}, {}], got {}", key, lo_open ? "(" : "[", lo, hi, x));
+  if (!sdk::in_range(f, x)) {
+    invalid(fmt::format("'{}' must be in {}, got {}", key, sdk::range_text(f), x));
   }
   return x;
 }
@@ -83,15 +88,24 @@ void read_prompt(const Json& r, const tokenizer::Tokenizer& tokenizer, const Ser
     invalid("give exactly one of 'messages', 'prompt' or 'prompt_token_ids'");
   }
   if (messages != nullptr) {
+    // Special-token text in user and tool content stays text unless the request allows it
+    // (serve/plain_content.hpp).
+    const bool allow_special = boolean(r, "allow_special_tokens_in_content").value_or(false);
+    PlainMarkers markers;
+    chat::Json marked;
+    if (!allow_special) {
+      markers = make_plain_markers();
+      marked = mark_special_text_in_content(r, tokenizer, markers);
+    }
     ChatPrompt prompt;
     try {
-      prompt = render_chat_prompt(r, limits.effort_profile);
+      prompt = render_chat_prompt(markers.wrapped > 0 ? marked : r, limits.effort_profile);
+      out.base.prompt = encode_with_plain_spans(prompt.text, markers, tokenizer);
     } catch (const chat::ChatEncodingError& e) {
       invalid(e.what());
     }
     out.chat = true;
     out.thinking = prompt.mode;
-    out.base.prompt = tokenizer.encode(prompt.text);
   } else if (text != nullptr) {
     if (!text->is_string()) invalid("'prompt' must be a string");
     try {
@@ -144,8 +158,9 @@ std::string context_length_message(int64_t max_context, int64_t prompt_tokens,
 
 ServeRequest parse_serve_request(std::string_view request_json,
                                  const tokenizer::Tokenizer& tokenizer, const ServeLimits& limits) {
-  return serve_request_from_json(Json::parse(request_json, nullptr, /*allow_exceptions=*/false),
-                                 tokenizer, limits);
+  sdk::BoundedJsonResult parsed = sdk::parse_bounded_json(request_json);
+  if (!parsed.ok()) invalid("the request is refused: " + parsed.message());
+  return serve_request_from_json(parsed.value, tokenizer, limits);
 }
 
 ServeRequest serve_request_from_json(const Json& r, const tokenizer::Tokenizer& tokenizer,
@@ -159,13 +174,13 @@ ServeRequest serve_request_from_json(const Json& r, const tokenizer::Tokenizer& 
   if (max_tokens) q.max_tokens = *max_tokens;
 
   auto& s = q.sampling;
-  s.temperature = number(r, "temperature", 0, 2, false);
-  s.top_p = number(r, "top_p", 0, 1, true);
+  s.temperature = number(r, sdk::kTemperature);
+  s.top_p = number(r, sdk::kTopP);
   s.top_k = integer(r, "top_k", 0, tokenizer.vocab_size());
-  s.min_p = number(r, "min_p", 0, 1, false);
-  s.repetition_penalty = number(r, "repetition_penalty", 0, 10, true);
-  s.frequency_penalty = number(r, "frequency_penalty", -2, 2, false);
-  s.presence_penalty = number(r, "presence_penalty", -2, 2, false);
+  s.min_p = number(r, sdk::kMinP);
+  s.repetition_penalty = number(r, sdk::kRepetitionPenalty);
+  s.frequency_penalty = number(r, sdk::kFrequencyPenalty);
+  s.presence_penalty = number(r, sdk::kPresencePenalty);
   if (const auto seed = integer(r, "seed", std::numeric_limits<int64_t>::min(),
                                 std::numeric_limits<int64_t>::max())) {
     s.seed = static_cast<uint64_t>(*seed);

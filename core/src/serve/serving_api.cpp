@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "serve/chat_prompt.hpp"
+#include "tessera/bounded_json.hpp"
 #include "tokenizer/utf8.hpp"
 
 namespace tessera::serve {
@@ -186,8 +187,14 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
     return ts_status{TS_ERR_INVALID_ARGUMENT, "submit: request_json and request_id are required"};
   }
   const auto all_hooks = hooks();
-  // Parsed once: the arm is chosen from it, then the request is read from it.
-  const chat::Json parsed = chat::Json::parse(request_json, nullptr, /*allow_exceptions=*/false);
+  // Parsed once, in linear time and within bounds (frontends hand over what clients sent): the
+  // arm is chosen from it, then the request is read from it.
+  sdk::BoundedJsonResult bounded = sdk::parse_bounded_json(request_json);
+  if (!bounded.ok()) {
+    metrics_[0]->request_refused();
+    return status(TS_ERR_INVALID_ARGUMENT, "the request is refused: " + bounded.message());
+  }
+  const chat::Json parsed = std::move(bounded.value);
   // The arm first, so that even a refusal is counted in its arm's metrics.
   std::size_t arm = 0;
   try {
@@ -226,6 +233,7 @@ ts_status ServingApi::submit_impl(const char* request_json, ts_event_callback on
   }
   for (int64_t i = 0; i < request.n; ++i) {
     engine::Request choice = request.base;
+    choice.queue_fan_out = i == 0 ? request.n : 0;  // the first choice is admitted for all
     if (choice.sampling.seed && i > 0) {
       *choice.sampling.seed += static_cast<uint64_t>(i);
     }
@@ -398,8 +406,12 @@ ts_status ServingApi::apply_chat_template(void* ctx, const char* request_json, c
                                           int64_t capacity, int64_t* n_bytes) {
   return guarded([&] {
     const auto* self = static_cast<ServingApi*>(ctx);
-    const auto request =
-        chat::Json::parse(request_json != nullptr ? request_json : "", nullptr, false);
+    const sdk::BoundedJsonResult parsed =
+        sdk::parse_bounded_json(request_json != nullptr ? request_json : "");
+    if (!parsed.ok()) {
+      return status(TS_ERR_INVALID_ARGUMENT, "apply_chat_template: " + parsed.message());
+    }
+    const chat::Json& request = parsed.value;
     if (!request.is_object()) {
       return ts_status{TS_ERR_INVALID_ARGUMENT, "apply_chat_template: expected a JSON object"};
     }

@@ -2,7 +2,10 @@
 
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -21,15 +24,38 @@ sigset_t shutdown_set() {
   return set;
 }
 
+// The thread a stray delivery is forwarded to: the one in wait(), else the one that blocked.
+std::atomic<pid_t> g_receiver{0};
+
+pid_t this_thread_id() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// Runs only on a thread that does not block the signals. A thread-directed signal stays pending
+// on the receiver (which blocks it) until its sigwait takes it; tgkill is a plain system call,
+// safe in a handler.
+void forward_to_receiver(int sig) {
+  const int saved_errno = errno;
+  const pid_t receiver = g_receiver.load();
+  if (receiver != 0) syscall(SYS_tgkill, getpid(), receiver, sig);
+  errno = saved_errno;
+}
+
 }  // namespace
 
 void ShutdownSignal::block() {
   const sigset_t set = shutdown_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  g_receiver.store(this_thread_id());
+  struct sigaction action {};
+  action.sa_handler = &forward_to_receiver;
+  action.sa_flags = SA_RESTART;
+  sigfillset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
 }
 
 std::optional<int> ShutdownSignal::wait(std::optional<std::chrono::milliseconds> timeout) {
   const sigset_t set = shutdown_set();
+  g_receiver.store(this_thread_id());
   if (!timeout) {
     int sig = 0;
     while (sigwait(&set, &sig) != 0) {

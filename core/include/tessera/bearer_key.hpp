@@ -1,12 +1,20 @@
-#include "api_key.hpp"
+// Header-only API-key check shared by the frontends: `Authorization: Bearer <key>` (an HTTP
+// header, or gRPC metadata) compared in constant time, so the response time does not reveal how
+// many leading characters of a guess were right.
+#pragma once
 
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
-namespace tessera::http {
+namespace tessera::sdk {
 
-bool constant_time_equals(std::string_view given, std::string_view expected) noexcept {
+// True when `given` equals `expected`. The running time depends only on expected.size(), never
+// on the contents of either string or on where they first differ.
+[[nodiscard]] inline bool constant_time_equals(std::string_view given,
+                                               std::string_view expected) noexcept {
   // Walk the expected key once, whatever `given` is: a length mismatch is folded into the
   // difference instead of returning early. `volatile` keeps the compiler from turning the loop
   // into an early-exit memcmp.
@@ -19,7 +27,10 @@ bool constant_time_equals(std::string_view given, std::string_view expected) noe
   return difference == 0;
 }
 
-std::optional<std::string_view> bearer_token(std::string_view header) noexcept {
+// The token of an `Authorization` value "Bearer <token>" (scheme case-insensitive, one or more
+// spaces); nullopt for any other shape (missing scheme, "Basic", empty token).
+[[nodiscard]] inline std::optional<std::string_view> bearer_token(
+    std::string_view header) noexcept {
   constexpr std::string_view kScheme = "bearer";
   if (header.size() <= kScheme.size()) return std::nullopt;
   for (std::size_t i = 0; i < kScheme.size(); ++i) {
@@ -33,12 +44,14 @@ std::optional<std::string_view> bearer_token(std::string_view header) noexcept {
   return rest;
 }
 
-bool authorized(std::string_view authorization_header, std::string_view expected_key) noexcept {
+// An empty expected key means the server has no key: every request passes.
+[[nodiscard]] inline bool authorized(std::string_view authorization,
+                                     std::string_view expected_key) noexcept {
   if (expected_key.empty()) return true;
-  const auto token = bearer_token(authorization_header);
-  // Still compare on a malformed header so both failure paths take the same time.
+  const auto token = bearer_token(authorization);
+  // Still compare on a malformed value so both failure paths take the same time.
   return constant_time_equals(token.value_or(std::string_view{}), expected_key) &&
          token.has_value();
 }
 
-}  // namespace tessera::http
+}  // namespace tessera::sdk
