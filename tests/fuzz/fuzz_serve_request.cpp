@@ -31,7 +31,7 @@ void require(bool condition, const char* what, std::string_view input) {
 
 const Tokenizer& fixture() {
   static const Tokenizer tokenizer = Tokenizer::from_file(
-      std::filesystem::path(__FILE__).parent_path() / "../data/tokenizer/tokenizer.json");
+      std::filesystem::path(TESSERA_TEST_DATA_DIR) / "tokenizer/tokenizer.json");
   return tokenizer;
 }
 

@@ -28,14 +28,14 @@ void require(bool condition, const char* what, const std::string& detail = "") {
   std::abort();
 }
 
-// The fixture next to this file (CMake compiles with absolute paths); TESSERA_TOKENIZER_JSON
+// The fixture of tests/data (TESSERA_TEST_DATA_DIR, set by the build); TESSERA_TOKENIZER_JSON
 // overrides it, e.g. to fuzz with DeepSeek's real tokenizer.json.
 const Tokenizer& fixture() {
   static const Tokenizer tokenizer = [] {
     const char* path = std::getenv("TESSERA_TOKENIZER_JSON");
     return Tokenizer::from_file(path ? std::filesystem::path(path)
-                                     : std::filesystem::path(__FILE__).parent_path() /
-                                           "../data/tokenizer/tokenizer.json");
+                                     : std::filesystem::path(TESSERA_TEST_DATA_DIR) /
+                                           "tokenizer/tokenizer.json");
   }();
   return tokenizer;
 }
