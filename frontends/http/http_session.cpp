@@ -335,7 +335,9 @@ void Session::on_watch(beast::error_code ec, std::size_t bytes) {
 
 void Session::begin_drain() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
-    if (self->idle_ && !self->generating_) self->close();
+    // A connection that has not sent its first request yet is not idle but on its way: it
+    // keeps its one request (a probe's answer), as read_header allows.
+    if (self->idle_ && self->served_ && !self->generating_) self->close();
   });
 }
 

@@ -38,7 +38,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Session& operator=(const Session&) = delete;
 
   void start();
-  // Drain: close now if no request is in progress, else after the current response.
+  // Drain: close now if between requests after one was served, else after the current (or
+  // first) response.
   void begin_drain();
   // Drain deadline passed: abort the engine requests of this connection.
   void abort_generation();
