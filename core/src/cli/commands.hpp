@@ -14,5 +14,6 @@ void add_engine_bench_command(CLI::App& app);  // tessera bench engine (after ad
 void add_generate_command(CLI::App& app);  // tessera generate -c FILE --prompt ...    // tessera bench decode|...
 void add_ab_command(CLI::App& app);  // tessera ab A.toml B.toml --prompts FILE.jsonl
 void add_serve_command(CLI::App& app);     // tessera serve -c FILE: frontends + engine until SIGTERM
+void add_make_checkpoint_command(CLI::App& app);  // tessera make-checkpoint --preset flash ...
 
 }  // namespace tessera::cli
