@@ -11,7 +11,7 @@ std::string format_sizing_table(const ModelFootprint& model, const SizingOptions
       "model: {} ({} layers, D {}, {} routed experts top-{}, vocab {})\n"
       "placement: {} rank(s), routed experts {}, context {} tokens (KV {} B/entry, indexer {} "
       "B/key)\n"
-      "hardware: {}: {:.0f} GB/s used ({:.0f} nominal), {:.3g} / {:.3g} TFLOP/s bf16 / fp8 dense, "
+      "hardware: {}: {:.0f} GB/s used ({:.0f} nominal), {:.4g} / {:.4g} TFLOP/s bf16 / fp8 dense, "
       "link {:.0f} GB/s per direction, {:.0f} us per collective\n"
       "sources: {}\n",
       model.source, c.num_layers, c.hidden_size, c.n_routed_experts, c.experts_per_token,
