@@ -9,11 +9,15 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "model/checkpoint_presets.hpp"
 #include "model/dsv4_config.hpp"
+#include "ops/compute_threads.hpp"
 #include "runtime/runtime.hpp"
 #include "util/check.hpp"
 #include "weights/numeric_encoding.hpp"
@@ -125,6 +129,35 @@ TEST(CheckpointPresets, FlashWidthsAndReducedSchedules) {
   EXPECT_EQ(parsed.hidden_size, 4096);
   EXPECT_EQ(parsed.index_topk, 512);
   EXPECT_THROW((void)dsv4::preset_model_config("flashy"), Error);
+}
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(RandomCheckpoint, TheFileDoesNotDependOnTheThreadCount) {
+  auto config = dsv4::preset_model_config("flash", {3, 4, 64});
+  config.hidden_size = 256;  // small widths, every storage format
+  config.num_heads = 4;
+  config.q_lora_rank = 256;
+  config.o_groups = 2;
+  config.o_lora_rank = 128;
+  config.index_n_heads = 4;
+  config.moe_intermediate_size = 128;
+  const fs::path base = fs::temp_directory_path() / ("threads_ckpt_" + std::to_string(getpid()));
+  const int before = ops::compute_threads();
+  ops::set_compute_threads(1);
+  (void)dsv4::write_random_checkpoint(config, base / "one", 5);
+  ops::set_compute_threads(2);
+  (void)dsv4::write_random_checkpoint(config, base / "two", 5);
+  (void)dsv4::write_random_checkpoint(config, base / "seed6", 6);
+  ops::set_compute_threads(before);
+  const std::string one = file_bytes(base / "one" / "model.safetensors");
+  EXPECT_GT(one.size(), 1000u);
+  EXPECT_TRUE(one == file_bytes(base / "two" / "model.safetensors"));
+  EXPECT_FALSE(one == file_bytes(base / "seed6" / "model.safetensors"));
+  fs::remove_all(base);
 }
 
 TEST(RandomCheckpoint, FlashShapedCheckpointLoadsInOfficialFormatsAndDecodes) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "model/dsv4_tensor_names.hpp"
 #include "model/dsv4_weight_plan.hpp"
 #include "model/official_formats.hpp"
 #include "util/check.hpp"
@@ -88,12 +89,13 @@ ModelFootprint footprint_of_checkpoint(const std::filesystem::path& dir) {
     if (entry.path().extension() != ".safetensors") continue;
     const auto file = weights::SafetensorsFile::open(entry.path());
     for (const auto& info : file.tensors()) {
-      if (has(info.name, "mtp.")) continue;  // the MTP block is not run by decode
+      if (info.name.rfind("mtp.", 0) == 0) continue;  // the MTP block is not run by decode
       TensorFootprint t;
-      t.name = info.name;
-      t.role = role_of(info.name);
+      t.name = dsv4::official_tensor_name(info.name);  // transformers / save_pretrained names too
+      t.role = role_of(t.name);
       t.bytes = info.byte_size();
-      const bool packed_fp4 = info.dtype == weights::DType::I8 && has(info.name, ".experts.");
+      const bool packed_fp4 =
+          info.dtype == weights::DType::I8 && t.role == TensorRole::RoutedExpert;
       t.params = info.dtype == weights::DType::F8_E8M0
                      ? 0
                      : static_cast<uint64_t>(info.numel()) * (packed_fp4 ? 2 : 1);

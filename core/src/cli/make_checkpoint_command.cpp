@@ -6,10 +6,12 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "model/checkpoint_presets.hpp"
 #include "model/random_checkpoint.hpp"
+#include "ops/compute_threads.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -19,6 +21,7 @@ struct MakeCheckpointOptions {
   dsv4::PresetReduction reduction;
   std::string out;
   uint64_t seed = 7;
+  int threads = 0;  // 0: hardware threads
 };
 
 }  // namespace
@@ -41,10 +44,15 @@ void add_make_checkpoint_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads drawing and encoding (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--out", o->out, "directory to write config.json and model.safetensors")
       ->required();
   cmd->callback([o] {
     const dsv4::ModelConfig config = dsv4::preset_model_config(o->preset, o->reduction);
+    ops::set_compute_threads(
+        o->threads > 0 ? o->threads : static_cast<int>(std::thread::hardware_concurrency()));
     const auto start = std::chrono::steady_clock::now();
     double last_report = 0;
     const uint64_t bytes = dsv4::write_random_checkpoint(

@@ -1,12 +1,14 @@
 // A random DeepSeek-V4 checkpoint in the official format (config.json + model.safetensors with
 // official names and storage formats, model/official_formats.hpp) for any ModelConfig — e.g. the
-// Flash widths of model/checkpoint_presets.hpp — written tensor by tensor so host memory stays at
-// a few block-rows whatever the checkpoint's size.
+// Flash widths of model/checkpoint_presets.hpp — written tensor by tensor, a batch of row blocks
+// (~16 MiB of output) at a time, so host memory stays small whatever the checkpoint's size. The
+// blocks of a batch are drawn and encoded on ops::compute_threads() threads; the file is the same
+// for any thread count.
 //
 // Values: projections ~ N(0, 1/fan_in) before quantisation (activations keep their scale and the
 // logits are not flat), the embedding ~ N(0, 1), norms 1, small mHC and routing tensors, distinct
 // expert ids in every tid2eid row. The normal draws are Irwin-Hall sums of four uniforms (fast;
-// tails bounded at 3.5 sigma), from SplitMix64 seeded by `seed`.
+// tails bounded at 3.5 sigma), from SplitMix64 streams seeded by (`seed`, tensor, row block).
 #pragma once
 
 #include <cstdint>
