@@ -125,6 +125,22 @@ TEST(SizingModel, FlashMatchesTheHandComputedFiguresOfDsv4Md) {
   EXPECT_NEAR(decode_step_cost(flash, o, h200, 1).weight_bytes() / 1e6, 2538, 3);
   EXPECT_NEAR(decode_step_cost(flash, o, h200, 64).weight_bytes() / 1e6, 16471, 17);
   EXPECT_EQ(decode_step_cost(flash, o, h200, 1).collectives, 87);  // GPU.md: 2 per layer + 1
+  // DSV4.md §4: a sequence stores ~3,850 B per token + the 3.2 MB window: 4K ~ 19 MB, 128K ~
+  // 508 MB, 1M ~ 4.04 GB; compressor state 21 x (64 + 16) KiB + 20 x 512 KiB.
+  const auto& c = flash.config;
+  EXPECT_NEAR(kv_bytes_stored_per_sequence(c, o) / 1e6, 19.0, 0.2);
+  o.context = 131072;
+  EXPECT_NEAR(kv_bytes_stored_per_sequence(c, o) / 1e6, 508, 3);
+  o.context = 1 << 20;
+  EXPECT_NEAR(kv_bytes_stored_per_sequence(c, o) / 1e9, 4.04, 0.01);
+  EXPECT_DOUBLE_EQ(compressor_state_bytes_per_sequence(c), (21 * 80 + 20 * 512) * 1024.0);
+  // Resident per rank at TP = 8: the replicated part whole, the rest (the ~155 GB of experts,
+  // attention, head) an eighth.
+  double total = 0;
+  for (const auto& t : flash.tensors) total += static_cast<double>(t.bytes);
+  const double resident = resident_weight_bytes(flash, o);
+  EXPECT_GT(resident, total / 8);
+  EXPECT_LT(resident, total / 8 + 3e9);
 }
 
 TEST(SizingModel, CheckpointHeadersGiveThePresetsOfficialBytes) {

@@ -10,6 +10,7 @@ namespace tessera::bench {
 
 struct HardwareFigures {
   std::string name;
+  double memory_gb = 0;              // capacity per device, datasheet (0: not stated)
   double nominal_memory_gbps = 0;    // datasheet
   double memory_gbps = 0;            // what a well-written kernel reaches: predictions use this
   double dense_bf16_tflops = 0;      // datasheet, without sparsity

@@ -125,6 +125,40 @@ double index_bytes_per_sequence(const dsv4::ModelConfig& c, const SizingOptions&
   return keys * o.index_entry_bytes;
 }
 
+double resident_weight_bytes(const ModelFootprint& model, const SizingOptions& o) {
+  double bytes = 0;
+  for (const auto& t : model.tensors) {
+    const bool split = t.role == TensorRole::Sharded || t.role == TensorRole::Head ||
+                       t.role == TensorRole::RoutedExpert;
+    bytes += static_cast<double>(t.bytes) / (split ? o.ranks : 1);
+  }
+  return bytes;
+}
+
+double kv_bytes_stored_per_sequence(const dsv4::ModelConfig& c, const SizingOptions& o) {
+  const double ctx = static_cast<double>(o.context);
+  double bytes = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    bytes += std::min(ctx, static_cast<double>(c.window)) * o.kv_entry_bytes;
+    const int64_t m = c.compress_ratio(l);
+    if (m > 0) bytes += std::floor(ctx / static_cast<double>(m)) * o.kv_entry_bytes;
+    if (m == 4) bytes += std::floor(ctx / 4) * o.index_entry_bytes;
+  }
+  return bytes;
+}
+
+double compressor_state_bytes_per_sequence(const dsv4::ModelConfig& c) {
+  double bytes = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const int64_t m = c.compress_ratio(l);
+    if (m == 0) continue;
+    const int64_t overlap = m == 4 ? 2 : 1;  // rows c*m, width c*d; kv and gate; fp32
+    bytes += static_cast<double>(overlap * m * overlap * c.head_dim * 2 * 4);
+    if (m == 4) bytes += static_cast<double>(overlap * m * overlap * c.index_head_dim * 2 * 4);
+  }
+  return bytes;
+}
+
 StepCost decode_step_cost(const ModelFootprint& model, const SizingOptions& o,
                           const HardwareFigures& hw, int64_t batch) {
   const dsv4::ModelConfig& c = model.config;

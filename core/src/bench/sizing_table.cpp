@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace tessera::bench {
 
 std::string format_sizing_table(const ModelFootprint& model, const SizingOptions& o,
@@ -26,7 +28,22 @@ std::string format_sizing_table(const ModelFootprint& model, const SizingOptions
         "B logits\n",
         one.collectives, one.all_reduce_bytes, one.all_gather_bytes);
   }
-  s += "\nper rank, one decode step (predicted):\n\n";
+  const double weights = resident_weight_bytes(model, o);
+  const double per_sequence =
+      kv_bytes_stored_per_sequence(c, o) + compressor_state_bytes_per_sequence(c);
+  s += fmt::format(
+      "memory per rank: {:.2f} GB of weights resident; each sequence at {} tokens holds {:.1f} MB "
+      "(KV + indexer keys {:.1f} MB, compressor state {:.1f} MB) on every rank",
+      weights / 1e9, o.context, per_sequence / 1e6, kv_bytes_stored_per_sequence(c, o) / 1e6,
+      compressor_state_bytes_per_sequence(c) / 1e6);
+  if (hw.memory_gb > 0) {
+    const double room = hw.memory_gb * 1e9 - weights;
+    s += fmt::format(
+        "; {:.0f} GB per device leaves room for {:.0f} such sequences (before activations and "
+        "workspaces)",
+        hw.memory_gb, room > 0 ? std::floor(room / per_sequence) : 0.0);
+  }
+  s += "\n\nper rank, one decode step (predicted):\n\n";
   s += "| batch | weights MB | of which experts MB | experts touched / layer | KV + indexer MB | "
        "GFLOP | memory ms | compute ms | collectives ms | ms per output token | tokens/s |\n";
   s += "|---|---|---|---|---|---|---|---|---|---|---|\n";
