@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
-#include <map>
 #include <numeric>
 
 #include "model/dsv4_tensor_names.hpp"

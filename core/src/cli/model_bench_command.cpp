@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct ModelBenchOptions {
   double bandwidth_gbps = 0;  // cpu: 0 = measure
   double gflops = 100;        // cpu
   int threads = 1;            // cpu: copy-loop threads when measuring
+  bool measure = false;       // cpu: run `bench decode` too and compare
 };
 
 void run(const ModelBenchOptions& o) {
@@ -37,10 +39,25 @@ void run(const ModelBenchOptions& o) {
   sizing.experts =
       o.experts == "ep" ? bench::ExpertSplit::ExpertParallel : bench::ExpertSplit::TensorParallel;
   bench::HardwareFigures hw;
+  std::optional<bench::DecodeBenchResult> measured;
+  std::vector<int64_t> batches = o.batches;
   if (o.gpu == "cpu") {
     sizing.ranks = 1;
-    const double gbps =
-        o.bandwidth_gbps > 0 ? o.bandwidth_gbps : bench::measure_copy_bandwidth(o.threads);
+    if (o.measure) {  // the decode bench on the same preset; its copy bandwidth predicts
+      bench::DecodeBenchOptions d;
+      d.preset = o.preset;
+      d.bf16_weights = o.weights == "bf16";
+      d.threads = o.threads;
+      measured = bench::run_decode_bench(d);
+      sizing.context = d.prompt_tokens + d.decode_tokens / 2;   // the mean context of its steps
+      const auto config = bench::bench_model_config(o.preset);  // its cache: kv `bf16`
+      sizing.kv_entry_bytes = 2.0 * static_cast<double>(config.head_dim);
+      sizing.index_entry_bytes = 2.0 * static_cast<double>(config.index_head_dim);
+      batches = {1};
+    }
+    const double gbps = measured               ? measured->copy_gbps
+                        : o.bandwidth_gbps > 0 ? o.bandwidth_gbps
+                                               : bench::measure_copy_bandwidth(o.threads);
     hw = bench::cpu_figures(gbps, o.gflops);
     fmt::print("machine: {}\n", bench::machine_description());
   } else {
@@ -59,7 +76,16 @@ void run(const ModelBenchOptions& o) {
     model = bench::footprint_of_config(config, format,
                                        fmt::format("preset {} ({} weights)", o.preset, o.weights));
   }
-  fmt::print("{}", bench::format_sizing_table(model, sizing, hw, o.batches));
+  fmt::print("{}", bench::format_sizing_table(model, sizing, hw, batches));
+  if (measured) {
+    const double predicted = bench::decode_step_cost(model, sizing, hw, 1).tokens_per_s();
+    fmt::print(
+        "\nmeasured (tessera bench decode --preset {}{} --threads {}): {:.1f} tok/s; predicted "
+        "{:.1f} tok/s ({:+.1f}%)\n",
+        o.preset, o.weights == "bf16" ? " --bf16-weights" : "", measured->threads,
+        measured->tokens_per_second, predicted,
+        100.0 * (predicted - measured->tokens_per_second) / measured->tokens_per_second);
+  }
 }
 
 }  // namespace
@@ -104,7 +130,17 @@ void add_model_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--index-entry-bytes", o->sizing.index_entry_bytes, "bytes per indexer key")
       ->capture_default_str();
-  cmd->callback([o] { run(*o); });
+  cmd->add_flag("--measure", o->measure,
+                "cpu with --preset 50m | tiny: also run `bench decode` on it (weights f32 or bf16) "
+                "and print measured against predicted, predicting from that run's copy bandwidth");
+  cmd->callback([o] {
+    if (o->measure && (o->gpu != "cpu" || (o->preset != "50m" && o->preset != "tiny") ||
+                       !o->checkpoint.empty() || o->weights == "official")) {
+      throw CLI::ValidationError("--measure",
+                                 "needs --gpu cpu, --preset 50m or tiny and --weights f32 or bf16");
+    }
+    run(*o);
+  });
 }
 
 }  // namespace tessera::cli
