@@ -8,7 +8,13 @@
 # Environment: OUT (default build-gpu-check/), TESSERA_GPU_BUILD (default /tmp/tessera-gpu-build),
 # TESSERA_CUDA_ARCHS (default: the GPU's compute capability, 9.0 -> 90a).
 # Exit status: 0 all passed, 1 a step failed, 77 no CUDA device (build checked, nothing run).
+#
+# `tools/gpu/check.sh --bundle-only BUNDLE_DIR`: no build and no GPU step; checks that a bundle made
+# by tools/gpu/bundle.sh starts on its own (tools/gpu/bundle_check.sh).
 set -uo pipefail
+if [ "${1:-}" = "--bundle-only" ]; then
+  exec "$(dirname "$0")/bundle_check.sh" "${2:?usage: check.sh --bundle-only BUNDLE_DIR}"
+fi
 here=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$here/build-gpu-check}
 build=${TESSERA_GPU_BUILD:-/tmp/tessera-gpu-build}

@@ -30,9 +30,11 @@ int main(int argc, char** argv) {
   tessera::cli::add_config_command(app);
   tessera::cli::add_bench_command(app);
   tessera::cli::add_engine_bench_command(app);
+  tessera::cli::add_model_bench_command(app);
   tessera::cli::add_generate_command(app);
   tessera::cli::add_ab_command(app);
   tessera::cli::add_serve_command(app);
+  tessera::cli::add_make_checkpoint_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
