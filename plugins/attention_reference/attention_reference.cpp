@@ -21,8 +21,8 @@ using tessera::sdk::ok;
 
 // Below this much work (query x key x head x dim multiply-adds) a batch runs on the caller's
 // thread alone: handing sequences to the host's threads costs a few microseconds, and this much
-// work (plus the kv loads and the indexer that come with it) ~25 us. (It was 2^21, ~0.8 ms: a
-// 64-sequence decode of short contexts ran on one thread while the other core waited.)
+// work (plus the kv loads and the indexer that come with it) ~25 us. (At 2^21, ~0.8 ms, a
+// 64-sequence decode of short contexts would run on one thread while the other core waits.)
 constexpr int64_t kDefaultParallelMinWork = int64_t{1} << 16;  // = the schema's default below
 
 struct ReferenceAttention {

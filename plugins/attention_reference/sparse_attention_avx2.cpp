@@ -2,8 +2,9 @@
 // sparse_attention.cpp with 8-lane intrinsics, the same operations in the same order, so the same
 // bits as the plain loops and the AVX-512 kernel. A dot product's 16 partial sums are two vectors
 // (lanes 0-7 and 8-15), so fold16's first step is one add of the two. Heads go in groups of up to
-// 4 (attend_heads.hpp: the rest of the kernel). The plain loops GCC made of the definition were
-// 10.8% of a 64-sequence step of the 50m preset on a Zen 3 (docs/perf.md, session 23).
+// 4 (attend_heads.hpp: the rest of the kernel). GCC 12 makes the definition's plain loops mostly
+// scalar code even in their AVX2 clone: 10.8% of a 64-sequence step of the 50m preset on a Zen 3
+// (docs/perf.md "AVX2 kernels where GCC's clones stay scalar").
 #include "sparse_attention_avx2.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -4,8 +4,8 @@
 // every head: MQA) loaded once per group; a group's 16 dot products (8 heads x 2 rows, 4 x 4, ...)
 // are folded together by one transposing reduction (fold_16_dots) instead of 16 stores and 15
 // dependent scalar adds each; the rest of the kernel is attend_heads.hpp's.
-// Session 16: the double-precision kernel it replaces took ~6% of a 64-sequence step of the 50m
-// preset (docs/perf.md).
+// A double-precision kernel takes ~6% of a 64-sequence step of the 50m preset on the Xeon
+// (docs/perf.md "fp32 reference attention and indexer").
 #include "sparse_attention_avx512.hpp"
 
 #include <immintrin.h>

@@ -4,8 +4,8 @@
 // marked TS_SIMD_CLONES is also compiled for x86-64-v3 (AVX2 + FMA) and for AVX-512F, and the
 // dynamic loader binds the best one this CPU has (GCC target_clones, an ifunc). Only loops the
 // compiler can vectorise gain. The v3 clone is "arch=x86-64-v3", not "avx2": an "avx2" clone has
-// no FMA instructions, so each std::fma in it was a call into libm (measured on a 2-core Zen 3:
-// libm's fmaf was 13% of a 64-row step of the 50m model, called from the reference attention).
+// no FMA instructions, so each std::fma in it is a call into libm (on a 2-core Zen 3 such fmaf
+// calls from the reference attention's plain loops take 13% of a 64-row step of the 50m model).
 // Both clones have FMA instructions, and GCC's C++ default (-ffp-contract=fast, even with
 // -std=c++20) contracts a product and a sum into one there, so an AVX2 or AVX-512 CPU's results
 // may differ in the last bits from an SSE2 one's (this tree's clones: hc pre/post mix, rms scale,

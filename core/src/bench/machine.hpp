@@ -1,6 +1,6 @@
-// Which machine a benchmark ran on, printed with its table: the development VM changed from an
-// AMD Zen 5 to an Intel Xeon between sessions 11 and 12 (docs/perf.md "Session 12"), and the
-// engine's numbers moved by 2x with it, so every table now names its CPU.
+// Which machine a benchmark ran on, printed with its table: the same code's engine numbers differ
+// by up to 2x between the development VMs (an AMD Zen 5, an Intel Xeon, an AMD Zen 3; docs/perf.md
+// "Machines"), so every table names its CPU.
 #pragma once
 
 #include <string>

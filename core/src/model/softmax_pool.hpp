@@ -3,7 +3,7 @@
 // AVX-512 CPUs 8 channels at a time with glibc's vector exp (libmvec _ZGVeN8v_exp, within 4 ulp
 // of exp), on AVX2 4 at a time (_ZGVdN4v_exp): the 50m preset's ratio-4 compressors pool 1024
 // values per closed window, and one std::exp at a time they cost ~0.3 ms of a 64-sequence step
-// (~2% of the CPU time of one on a 2-core Zen 3, session 26).
+// (~2% of the CPU time of one on a 2-core Zen 3).
 #pragma once
 
 #include <cstdint>

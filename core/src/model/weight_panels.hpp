@@ -1,9 +1,10 @@
-// Linear weights packed into panels for the outer-product GEMM (ops/gemm_nt_panels.cpp): 1.4-1.7x
-// the dot-product kernel's batched throughput on session 13's Xeon (tessera bench gemm, "W
-// panels" rows), each output still one FMA chain whatever the batch (batch-invariant). fp32 and
-// bf16 weights alike, so bf16 storage keeps giving fp32 storage's bits. The panels replace the
-// rows (OpenBLAS and tensor-parallel slicing unpack them), so pack the final weights: after bf16
-// storage and sharding, before placement (which moves the panels into the arena).
+// Linear weights packed into panels for the outer-product GEMM (ops/gemm_nt_panels.cpp): 1.3-1.7x
+// the dot-product kernel's batched throughput on the Xeon (tessera bench gemm, the "panels" rows
+// of docs/perf.md "GEMM on CPU"), each output still one FMA chain whatever the batch
+// (batch-invariant). fp32 and bf16 weights alike, so bf16 storage keeps giving fp32 storage's
+// bits. The panels replace the rows (OpenBLAS and tensor-parallel slicing unpack them), so pack
+// the final weights: after bf16 storage and sharding, before placement (which moves the panels
+// into the arena).
 #pragma once
 
 #include <cstdint>

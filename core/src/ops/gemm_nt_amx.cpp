@@ -1,9 +1,10 @@
 // The bf16-activation product (model.dtype = "bf16") on Intel AMX tiles, used instead of the
 // vdpbf16ps kernel (gemm_nt_bf16.cpp) with TESSERA_AMX=1 where the CPU and the kernel allow
-// AMX-BF16. Opt-in because it trades batch 1 for batches: on session 12's Intel VM the 50m
-// 64-sequence step took 15.3-15.7 ms against 30.9, the batch-1 step 1.96-2.00 ms against 1.63
+// AMX-BF16. Opt-in because it trades batch 1 for batches: on the Xeon the 50m 64-sequence step
+// takes 15.3-15.7 ms against 30.9 with vdpbf16ps, the batch-1 step 1.96-2.00 ms against 1.63
 // (a decode row: 1 x 16384 x 512 in 737 µs on one core against 577; staging W in tile order,
-// row by row or a k block at a time, and prefetching further ahead were each slower).
+// row by row or a k block at a time, and prefetching further ahead are each slower; docs/perf.md
+// "Engine" and "GEMM on CPU").
 //
 // Y^T = W . X^T in tiles of 16 x 16 fp32: the A operand of TDPBF16PS is W itself (16 rows of n,
 // 32 bf16 of k each, loaded where W lies, ldw apart: no packing of weights), the B operand X^T

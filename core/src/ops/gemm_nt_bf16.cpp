@@ -89,7 +89,7 @@ TS_AVX512_BF16 inline BlockSums block_dp_rows(int mr, const uint16_t* const* xr,
 
 // gemm_nt_avx512.cpp's range loop (same tiling, same prefetch plan, same stores) for bf16 x and
 // W, compiled for this kernel's target so that the blocks inline into it: with a call per 6x4
-// block, 64 x 16384 x 512 took 3739-3867 us on one thread and 1803-1831 on two, inlined
+// block, 64 x 16384 x 512 takes 3739-3867 us on one thread and 1803-1831 on two, inlined
 // 3555-3591 and 1715-1726 (tessera bench gemm, 3 runs each).
 TS_AVX512_BF16 void gemm_nt_range_bf16(const GemmNtArgs& a, int64_t n_begin, int64_t n_end) {
   const int64_t K = std::max<int64_t>(a.in, 1);

@@ -76,10 +76,10 @@ struct NextChunk {
   int64_t ldw = 0;             // bytes
   int64_t phase = 0, period = 1;
   // Decode (one pass over W): into L1, since each line is used once and soon. The bf16-activation
-  // kernel, which takes a whole line of each W row per step, streamed 1 x 16384 x 512 from memory
-  // in 623-655 -> 427-493 us on one thread, 282-310 -> 186-224 on two (3 interleaved runs of
-  // tessera bench gemm); the fp32 kernels' rows moved within the noise. Otherwise into L2, where
-  // the chunk stays for the passes of x.
+  // kernel, which takes a whole line of each W row per step, streams 1 x 16384 x 512 from memory
+  // in 427-493 us on one thread with W asked into L1, 623-655 into L2; 186-224 against 282-310 on
+  // two (3 interleaved runs of tessera bench gemm); the fp32 kernels' rows take the same time
+  // either way, within the noise. Otherwise into L2, where the chunk stays for the passes of x.
   bool into_l1 = false;
 };
 
@@ -170,8 +170,8 @@ inline int64_t rows_per_chunk(int64_t K) {
 }
 
 // With a single pass over W (at most 6 rows: decode), W rows this far ahead are prefetched as the
-// kernel goes: 1 x 16384 x 512 from memory on one thread 22.6-23.3 -> 26.5-30.4 GB/s (16-64 rows
-// ahead all alike; tessera bench gemm).
+// kernel goes: 1 x 16384 x 512 from memory on one thread at 26.5-30.4 GB/s, 22.6-23.3 without
+// (16-64 rows ahead all alike; tessera bench gemm).
 inline constexpr int64_t kSinglePassAhead = 16;
 
 // What block (m0, n0) of a range [.., n_end) prefetches: with one pass over W (decode rows), the

@@ -5,10 +5,11 @@
 // one Zen 3 thread inside the step. Here a tile holds all the columns in NV vectors of 8 (1.5
 // panels: 3 vectors, no padding) for MR = 12 / NV rows, and K goes in blocks of kBlockK, so a
 // block of W stays in L1 while every tile of rows meets it; the accumulators go to a scratch
-// between blocks. `tessera bench gemm`, 32 x 24 x 2048 on one thread: hot 44-46 -> 34-35 us,
-// cold W 52-55 -> 44-47 (blocks of 64 to 2048 k steps within the noise of each other; asking for
-// the next block ahead was slower). Each output is still one FMA chain over k = 0, 1, ..., K - 1
-// from zero, so the bits are the walk's (tests/unit/gemm_panels_test.cpp).
+// between blocks. `tessera bench gemm`, 32 x 24 x 2048 on one thread: hot 34-35 us against 44-46
+// in the walk's tiles, cold W 44-47 against 52-55 (blocks of 64 to 2048 k steps within the noise
+// of each other; asking for the next block ahead is slower). Each output is still one FMA chain
+// over k = 0, 1, ..., K - 1 from zero, so the bits are the walk's
+// (tests/unit/gemm_panels_test.cpp).
 // Only functions marked TS_AVX2 use AVX2 (the file is compiled for the baseline ISA).
 #include <immintrin.h>
 

@@ -6,9 +6,9 @@
 // W, MR broadcasts of x[m][k] and MR * NP FMAs, with no horizontal sums at the end. Each output is
 // one FMA chain over k = 0, 1, ..., K - 1 from zero, whatever the tile, the row count or the
 // thread split, so the kernel is batch-invariant: a decode row (MR = 1) gets the bits it gets in a
-// batch of 64. On the Xeon VM of sessions 12-13 a 12 x 32 tile ran at the FMA peak from L1 where
-// the dot-product blocking of gemm_nt_avx512.cpp reached ~80% (its lane folds and two-stream
-// loads).
+// batch of 64. On the Xeon (docs/perf.md "Machines") a 12 x 32 tile runs at the FMA peak from L1
+// where the dot-product blocking of gemm_nt_avx512.cpp reaches ~80% (its lane folds and
+// two-stream loads).
 #include <algorithm>
 
 #include "ops/gemm_nt.hpp"

@@ -5,7 +5,7 @@
 // vector registers a tile holds at most 12 accumulators: 6 rows x 1 panel (per k: 2 loads of W and
 // 6 broadcasts feed 12 FMAs), 3 x 2, 2 x 3 or 1 x 6. The dot-product kernel (gemm_nt_avx2.cpp)
 // folds 8 lanes per output and loads both operands; on a 2-core Zen 3 a 64-row product over
-// panels ran at about 1.5x its speed (docs/perf.md, Session 22).
+// panels runs at about 1.5x its speed (docs/perf.md "Our AVX2 GEMM kernels").
 // Only functions marked TS_AVX2 use AVX2 (the file is compiled for the baseline ISA).
 #include <immintrin.h>
 

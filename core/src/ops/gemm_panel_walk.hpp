@@ -37,10 +37,10 @@ namespace {
 // bytes [next, end). Every tile asks for its share of the chunk's lines, spread over its whole K
 // (`stride` bytes a k step, so a line is asked for up to 16 times: the repeats merge with the miss
 // in flight): three registers in the tile's loop, which has few to spare. Asks in bursts take the
-// line fill buffers the loads of W from L2 need: a 64-sequence step of 50m took ~29.4 ms with the
-// whole chunk asked for in the first pass of x (a line every k step), 28.7 with each tile asking
-// for its share from its start, 27.3-27.4 with the share spread over the tile's K (docs/perf.md
-// Session 26; Session 17 had gone from two lines a step to one for the same reason).
+// line fill buffers the loads of W from L2 need, and so does more than one line a k step: on a
+// Zen 3 a 64-sequence step of 50m takes 27.3-27.4 ms with the share spread over the tile's K,
+// 28.7 with each tile asking for its share from its start, ~29.4 with the whole chunk asked for
+// in the first pass of x (docs/perf.md "The panel walk's prefetch").
 struct PanelPrefetch {
   const char* next = nullptr;
   const char* end = nullptr;       // the next chunk's end

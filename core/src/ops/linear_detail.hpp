@@ -39,8 +39,9 @@ void zero_output(const GemmNtArgs& a);
 int64_t item_columns(const GemmNtArgs& a);
 // a, asking (while it computes its last chunk) for the first panels of columns [begin, end) of
 // `next`: the item the thread is expected to take next (items are taken from a shared counter, so
-// the thread's next one is about `threads` on). Without it each item's first chunk of W came from
-// memory on demand: 16-row experts ran at ~145 GFLOP/s against ~175 for hot W (docs/perf.md).
+// the thread's next one is about `threads` on). Without it each item's first chunk of W comes
+// from memory on demand: in a 64-sequence step on a Zen 3, 16-row experts run at ~145 GFLOP/s
+// without it, ~154 with it (docs/perf.md "The panel walk's prefetch").
 GemmNtArgs ask_for_next_item(GemmNtArgs a, const GemmNtArgs& next, int64_t begin, int64_t end);
 // One product, whole, on our kernel over the compute threads or on OpenBLAS.
 void linear_args(const GemmNtArgs& args);

@@ -1,7 +1,7 @@
 // A std::vector whose resize() leaves new elements default-initialised (for float: unwritten)
 // instead of zeroing them: for buffers a kernel overwrites at once, like a step's logits (64 x
-// 16384 floats = 4 MiB, zeroed on the loop thread before the vocabulary head wrote every one:
-// ~1% of a 50m 64-sequence step).
+// 16384 floats = 4 MiB: zeroing them on the loop thread before the vocabulary head writes every
+// one costs ~1% of a 50m 64-sequence step).
 #pragma once
 
 #include <memory>

@@ -140,7 +140,7 @@ using Ints8 = int32_t __attribute__((vector_size(32)));
 // are widened and bucketed as vectors: the scalar widening GCC emits (vcvtss2sd from memory)
 // merges into its destination register, which held the previous add's sum, so every add waited
 // on the one before it, whatever its copy (~1.5 ns a weight on a flat 16k row; docs/perf.md
-// Session 28).
+// "Top-p's widened weights").
 TS_SAMPLER_CLONES void bucket_masses(const float* w, int64_t n, double* copies, size_t stride) {
   static_assert(kCopies == 8, "one copy per lane of a step");
   int64_t i = 0;

@@ -25,8 +25,8 @@ namespace tessera::sampler {
 // Asks for the cache lines of values[0, n) (a hint: nothing is read, nothing can fault), into the
 // L1 (Locality 3, PREFETCHT0) or the L2 only (2, PREFETCHT1). The L2 is for many lines asked for
 // well ahead (a row's 64 lines of group maxima, two rows before its turn): asked into the L1,
-// their requests held the fill buffers the thread's own loads needed (the engine's 64-row
-// sampling: 63-69 -> 59-65 us a step).
+// their requests hold the fill buffers the thread's own loads need (the engine's 64-row sampling:
+// 59-65 us a step with them asked into the L2, 63-69 into the L1).
 template <int Locality = 3>
 inline void prefetch_floats(const float* values, int64_t n) {
   constexpr int64_t kFloatsPerLine = 16;

@@ -46,10 +46,10 @@ inline constexpr int kMaxRejectionProposals = 1024;  // all rejected: probabilit
 
 // Proposals whose place in the envelope build_envelope finds, and whose logits it asks for: a
 // row's first proposal is accepted with probability sum S / sum U (~0.4 on the 50m model's rows,
-// 2.4 proposals per row; P(a third or fourth) ~0.36, ~0.2). Two ahead left the later proposals'
-// misses in the open: four made 64 cold Gaussian rows ~15% cheaper on a Zen 3 whose cores trade a
-// cache line in ~0.5 µs (`tessera bench sampler --vocab 16384 --hints groups --settings t1`: 1
-// thread cold 203 -> 168-178 µs); six gained little more.
+// 2.4 proposals per row; P(a third or fourth) ~0.36, ~0.2). Two ahead leave the later proposals'
+// misses in the open: with four, 64 cold Gaussian rows are ~15% cheaper on a Zen 3 whose cores
+// trade a cache line in ~0.5 µs (`tessera bench sampler --vocab 16384 --hints groups --settings
+// t1`: 1 thread cold 168-178 µs against 203 with two); six gain little more.
 inline constexpr int kProposalsAhead = 4;
 
 // Where t falls in an envelope: group g (-1: nowhere, t rounded past a segment) and the offset r
