@@ -301,9 +301,9 @@ ts_status hc_head_mix(int32_t ordinal, void* stream, const float* mix, const flo
 ts_status row_scan(int32_t ordinal, void* stream, const float* logits, int64_t rows, int64_t vocab,
                    void* scans, float* group_max) {
   if (ts_status s = select(ordinal); s.code != TS_OK) return s;
-  return cuda_status(tessera::kernels::launch_row_scan(
-                         logits, rows, vocab, static_cast<tessera::kernels::RowScanOut*>(scans),
-                         group_max, as_stream(stream)),
+  return cuda_status(tessera::kernels::launch_row_scan(logits, rows, vocab,
+                                                       static_cast<tessera::ops::RowScan*>(scans),
+                                                       group_max, as_stream(stream)),
                      "row_scan");
 }
 

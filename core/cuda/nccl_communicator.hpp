@@ -13,7 +13,7 @@
 #include <array>
 #include <string>
 
-#include "executor/communicator.hpp"
+#include "device/communicator.hpp"
 #include "nccl_api.h"
 #include "util/check.hpp"
 

@@ -15,5 +15,5 @@ tessera_fuzzer(tokenizer_load SOURCES tokenizer/*.cpp PKG libpcre2-8 RUNS 150000
 tessera_fuzzer(chat SOURCES chat/*.cpp RUNS 20000)
 tessera_fuzzer(safetensors SOURCES weights/safetensors.cpp weights/dtype.cpp weights/mapped_file.cpp RUNS 500000)
 tessera_fuzzer(http SOURCES ../../frontends/http/api_error.cpp ../../frontends/http/router.cpp ../../frontends/http/request_fields.cpp ../../frontends/http/openai_request.cpp ../../frontends/http/response_builder.cpp RUNS 200000)
-tessera_fuzzer(serve_request SOURCES serve/serve_request.cpp serve/chat_prompt.cpp serve/plain_content.cpp chat/*.cpp tokenizer/*.cpp
+tessera_fuzzer(serve_request SOURCES serve/serve_request.cpp serve/plain_content.cpp chat/*.cpp tokenizer/*.cpp
                PKG libpcre2-8 RUNS 200000)

@@ -12,10 +12,10 @@
 #include "ab/ab_arm.hpp"
 #include "ab/ab_runner.hpp"
 #include "ab/ab_summary.hpp"
-#include "ab/coupled_draw.hpp"
 #include "ab/coupling_summary.hpp"
 #include "ab/prompt_set.hpp"
 #include "ab/sampling_distribution.hpp"
+#include "comparison/coupled_draw.hpp"
 #include "config/config.hpp"
 
 namespace tessera::ab {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "ab/ab_report.hpp"
-#include "ab/distribution.hpp"
 #include "ab/divergence.hpp"
+#include "comparison/distribution.hpp"
 #include "util/check.hpp"
 
 namespace tessera::ab {

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "ab/arm_assignment.hpp"
-#include "ab/live_comparison.hpp"
+#include "comparison/arm_assignment.hpp"
+#include "comparison/live_comparison.hpp"
 #include "util/check.hpp"
 
 namespace tessera::ab {
@@ -100,7 +100,7 @@ TEST(AbLiveComparison, ReportAndLabels) {
   EXPECT_DOUBLE_EQ(b["latency_s"]["min"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(b["latency_s"]["max"].get<double>(), 4.0);
 
-  serve::PrometheusWriter w;
+  PrometheusWriter w;
   live.write_prometheus(w, {{"model_name", "tiny"}});
   const std::string& text = w.text();
   EXPECT_NE(text.find("tessera_ab_requests_total{model_name=\"tiny\",arm=\"a\"} 2"),

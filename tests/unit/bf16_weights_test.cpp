@@ -16,9 +16,9 @@
 
 #include "engine_harness.hpp"
 #include "executor/executor.hpp"
-#include "model/dsv4_config.hpp"
 #include "ops/gemm_nt.hpp"
 #include "ops/linear.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::dsv4 {
 namespace {

@@ -1,6 +1,6 @@
 // config.json -> ModelConfig: the three parity fixtures, legacy keys == modern keys (as
 // transformers folds them), precedence between them, and refusals naming the key.
-#include "model/dsv4_config.hpp"
+#include "weights/dsv4_config.hpp"
 
 #include <gtest/gtest.h>
 

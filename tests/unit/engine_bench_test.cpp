@@ -1,7 +1,7 @@
-// `tessera bench engine` (engine/engine_bench.hpp) on the tiny preset: rounds alternate the
+// `tessera bench engine` (bench/engine_bench.hpp) on the tiny preset: rounds alternate the
 // levels and each row sums its level's runs; the host time is its three parts; each run records
 // the threads' handoff measured before it.
-#include "engine/engine_bench.hpp"
+#include "bench/engine_bench.hpp"
 
 #include <gtest/gtest.h>
 

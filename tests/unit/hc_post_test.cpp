@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gemm_harness.hpp"  // random_values
-#include "model/dsv4_config.hpp"
 #include "model/hyper_connection.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera {
 namespace {

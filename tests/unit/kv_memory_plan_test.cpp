@@ -8,7 +8,7 @@
 
 #include "kv/memory_planner.hpp"
 #include "kv_plugin_harness.hpp"
-#include "model/dsv4_config.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
-#include "ops/row_scan.hpp"
+#include "ops/scan_columns.hpp"
 #include "tessera/plugin_abi.h"
 
 namespace tessera::ops {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "model/checkpoint_presets.hpp"
-#include "model/dsv4_config.hpp"
 #include "ops/compute_threads.hpp"
 #include "runtime/runtime.hpp"
 #include "util/check.hpp"
+#include "weights/dsv4_config.hpp"
 #include "weights/numeric_encoding.hpp"
 #include "weights/numeric_formats.hpp"
 #include "weights/safetensors.hpp"

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_instance.hpp"
 #include "plugins/registry.hpp"
 #include "tessera/plugin_abi.h"
+#include "util/plugin_instance.hpp"
 
 namespace tessera::sampler_test {
 

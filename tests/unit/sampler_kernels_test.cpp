@@ -223,8 +223,8 @@ TEST(SamplerTopPBucketCopy, EveryVersionAgreesWithAPlainLoop) {
 }
 
 // Plain loops: the largest value (NaN-free rows) and whether every value is finite.
-RowScan plain_scan(const std::vector<float>& v) {
-  RowScan r{-std::numeric_limits<float>::infinity(), true};
+RowMaxFinite plain_scan(const std::vector<float>& v) {
+  RowMaxFinite r{-std::numeric_limits<float>::infinity(), true};
   for (const float x : v) {
     r.all_finite = r.all_finite && std::isfinite(x);
     if (!std::isnan(x)) {
@@ -246,8 +246,8 @@ TEST(SamplerRowScan, BothVersionsAgreeWithPlainLoops) {
       v[i] = static_cast<float>(5.0 * std::sin(1.3 * static_cast<double>(i * i + n)));
     }
     const auto check = [&](const std::vector<float>& row, const char* what, int at) {
-      const RowScan expected = plain_scan(row);
-      for (const RowScan got : {scan_row(row), scan_row_portable(row)}) {
+      const RowMaxFinite expected = plain_scan(row);
+      for (const RowMaxFinite got : {scan_row(row), scan_row_portable(row)}) {
         ASSERT_EQ(got.all_finite, expected.all_finite) << what << " at " << at << ", n " << n;
         if (expected.all_finite) {
           ASSERT_EQ(got.max, expected.max) << what << " at " << at << ", n " << n;
@@ -379,7 +379,7 @@ TEST(SamplerGroupScan, GroupMaximaOfThePlainGrouping) {
           float& m = expected[(c / 256) * 16 + c % 16];
           m = std::max(m, row[c]);
         }
-        const RowScan scan = scan_row_groups(row, got);
+        const RowMaxFinite scan = scan_row_groups(row, got);
         ASSERT_EQ(scan.all_finite, bad_at < 0) << "n " << n << " bad at " << bad_at;
         if (bad_at >= 0) continue;
         ASSERT_EQ(scan.max, *std::max_element(row.begin(), row.end())) << "n " << n;

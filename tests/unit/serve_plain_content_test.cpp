@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/chat_prompt.hpp"
+#include "chat/chat_prompt.hpp"
 #include "serve/plain_content.hpp"
 #include "serve/serve_request.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -80,7 +80,7 @@ TEST(PlainContent, OrdinaryPromptsTokenizeAsBefore) {
   const std::string messages = user("Hello there, how are you?");
   const auto request = nlohmann::ordered_json::parse(R"({"messages": )" + messages + "}");
   const auto rendered =
-      tessera::serve::render_chat_prompt(request, tessera::chat::ReasoningEffortProfile::kPreview);
+      tessera::chat::render_chat_prompt(request, tessera::chat::ReasoningEffortProfile::kPreview);
   EXPECT_EQ(prompt_of(messages), tokenizer().encode(rendered.text));
 }
 

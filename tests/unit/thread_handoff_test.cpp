@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
-#include "engine/engine_bench.hpp"
+#include "bench/engine_bench.hpp"
 
 namespace tessera::bench {
 namespace {

@@ -1,5 +1,5 @@
 // The paths that take exp from glibc's vector math library (libmvec): the MoE's SwiGLU
-// (ops/swiglu.hpp) and the compressor's softmax pooling (model/softmax_pool.hpp, on AVX-512 and on
+// (ops/swiglu.hpp) and the compressor's softmax pooling (ops/softmax_pool.hpp, on AVX-512 and on
 // AVX2), each against its one-value-at-a-time std::exp reference, on every tail of the vector
 // width, the swiglu_limit clamp, extreme inputs, and pooling over one window or a window and its
 // previous.
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "model/softmax_pool.hpp"
+#include "ops/softmax_pool.hpp"
 #include "ops/swiglu.hpp"
 
 namespace tessera {

@@ -15,9 +15,9 @@
 
 #include "engine_harness.hpp"
 #include "model/bf16_weights.hpp"
-#include "model/dsv4_config.hpp"
 #include "model/weight_panels.hpp"
 #include "util/huge_page_arena.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::dsv4 {
 namespace {

@@ -1,13 +1,13 @@
-// The compressors' window storage (core/src/model/window_buffer.*): freed blocks come back for the
+// The compressors' window storage (core/src/kv/window_buffer.*): freed blocks come back for the
 // next sequence of the same shape, the cache never holds more than its bound, and a window
 // buffer's contents are the caller's to write (no zero fill).
-#include "model/window_buffer.hpp"
+#include "kv/window_buffer.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "model/compressor.hpp"
+#include "kv/compressor_state.hpp"
 
 namespace tessera::dsv4 {
 namespace {

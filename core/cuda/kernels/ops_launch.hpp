@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "ops/row_scan.hpp"
+
 #ifdef TESSERA_DEVICE_EMULATION
 #include "cuda_runtime_emulation.hpp"
 #else
@@ -13,13 +15,6 @@
 #endif
 
 namespace tessera::kernels {
-
-// One row's scan (the layout of ops::RowScan and of plugin_abi.h's ts_row_scan use).
-struct RowScanOut {
-  float max;
-  int32_t argmax;  // lowest column holding max; -1 when the row is not finite
-  bool finite;
-};
 
 // x[rows, width] = weight[width] * x * rsqrt(mean(x^2) + eps), in place (weight null: none).
 cudaError_t launch_rms_norm(float* x, int64_t rows, int64_t width, const float* weight, float eps,
@@ -78,7 +73,7 @@ cudaError_t launch_hc_head_mix(const float* mix, const float* scale, const float
 
 // scans[r] and group_max[r, TS_LOGIT_GROUP_COUNT(vocab)] (null: not wanted) of logits
 // [rows, vocab] (row_scan.cu).
-cudaError_t launch_row_scan(const float* logits, int64_t rows, int64_t vocab, RowScanOut* scans,
+cudaError_t launch_row_scan(const float* logits, int64_t rows, int64_t vocab, ops::RowScan* scans,
                             float* group_max, cudaStream_t stream);
 
 // gathered[r] = x[source[r]] (moe_combine.cu); x [tokens, D], gathered [rows, D].

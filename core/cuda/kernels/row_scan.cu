@@ -1,5 +1,5 @@
-// What the sampler needs of each row of logits besides the logits (ops/row_scan.hpp is the CPU
-// definition; plugin_abi.h ts_row_scan / ts_row_groups): the largest value, the lowest column
+// What the sampler needs of each row of logits besides the logits (ops::RowScan, ops/row_scan.hpp;
+// plugin_abi.h ts_row_scan / ts_row_groups): the largest value, the lowest column
 // holding it, whether every value is finite, and the max of each column group (group
 // (c / 256) * 16 + c % 16; -inf for a partial block's empty groups). One block per row.
 #include "device_primitives.cuh"
@@ -18,7 +18,7 @@ TS_DEVICE bool is_finite(float v) { return (float_bits(v) & 0x7FFFFFFFu) <= 0x7F
 
 // logits: [rows, vocab]; scans: [rows]; group_max: [rows, groups] or null.
 TS_KERNEL(kThreads)
-row_scan_kernel(const float* logits, int64_t vocab, RowScanOut* scans, float* group_max,
+row_scan_kernel(const float* logits, int64_t vocab, ops::RowScan* scans, float* group_max,
                 int64_t groups) {
   const int64_t r = block_index();
   const float* row = logits + r * vocab;
@@ -75,7 +75,7 @@ row_scan_kernel(const float* logits, int64_t vocab, RowScanOut* scans, float* gr
 
 }  // namespace
 
-cudaError_t launch_row_scan(const float* logits, int64_t rows, int64_t vocab, RowScanOut* scans,
+cudaError_t launch_row_scan(const float* logits, int64_t rows, int64_t vocab, ops::RowScan* scans,
                             float* group_max, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   const int64_t groups = (vocab + kGroupBlock - 1) / kGroupBlock * kGroupLanes;

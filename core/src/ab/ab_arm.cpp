@@ -4,8 +4,8 @@
 
 #include <array>
 
-#include "ab/coupled_draw.hpp"
 #include "ab/id_tokenizer.hpp"
+#include "comparison/coupled_draw.hpp"
 #include "generation/sampling_defaults.hpp"
 #include "util/check.hpp"
 

@@ -26,7 +26,8 @@ struct ArmDescription {
   std::string name;  // "A" | "B"
   std::string config_path, model_dir;
   std::string kv_plugin, attention_plugin, sampler_plugin;
-  std::string sampler_options;  // as the arm's sampler got them (ab/coupled_draw.hpp adds a draw)
+  std::string
+      sampler_options;  // as the arm's sampler got them (comparison/coupled_draw.hpp adds a draw)
   int64_t kv_bytes_per_entry = 0;
   SamplingDefaults sampling;
   std::map<std::string, std::string> sampling_source;

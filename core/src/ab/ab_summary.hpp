@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ab/ab_report.hpp"
-#include "ab/distribution.hpp"
+#include "comparison/distribution.hpp"
 
 namespace tessera::ab {
 

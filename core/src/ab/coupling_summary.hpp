@@ -3,9 +3,9 @@
 // outputs are identical before t: both then sample token t from the same context, the one arm A's
 // output gives, so the teacher-forced row of that sequence at t holds both arms' distributions
 // there. Their total-variation distance TV is the least probability with which any draw could
-// make the arms disagree; the coupled draw (ab/coupled_draw.hpp, Gumbel-max with shared noise)
-// disagrees with probability at most 2 TV / (1 + TV) (Daliri, Musco & Suresh, "Coupling without
-// Communication and Drafter-Invariant Speculative Decoding", 2024). An uncoupled draw can
+// make the arms disagree; the coupled draw (comparison/coupled_draw.hpp, Gumbel-max with shared
+// noise) disagrees with probability at most 2 TV / (1 + TV) (Daliri, Musco & Suresh, "Coupling
+// without Communication and Drafter-Invariant Speculative Decoding", 2024). An uncoupled draw can
 // disagree far more often than either.
 #pragma once
 

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "serve/chat_prompt.hpp"
+#include "chat/chat_prompt.hpp"
 #include "util/check.hpp"
 
 namespace tessera::ab {
@@ -74,7 +74,7 @@ void tokenize_prompts(std::vector<AbPrompt>& prompts, const tokenizer::Tokenizer
                "{{\"token_ids\": [...]}} instead",
                p.id);
       if (p.kind == "messages") {
-        p.text = serve::render_chat_prompt(p.request, chat::ReasoningEffortProfile::kPreview).text;
+        p.text = chat::render_chat_prompt(p.request, chat::ReasoningEffortProfile::kPreview).text;
       }
       p.token_ids = tokenizer->encode(p.text);
       TS_CHECK(!p.token_ids.empty(), "A/B prompt `{}` encodes to no token", p.id);

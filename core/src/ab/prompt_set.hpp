@@ -1,6 +1,6 @@
 // The prompts of an A/B run: a JSONL file, one prompt per line, in one of three shapes
 //   {"prompt": "text"}                    tokenized as is (no chat template)
-//   {"messages": [...], ...}              rendered as a chat request (serve/chat_prompt.hpp:
+//   {"messages": [...], ...}              rendered as a chat request (chat/chat_prompt.hpp:
 //                                         "thinking", "reasoning_effort", "tools" are honoured)
 //   {"token_ids": [1, 2, 3]}              used as is (checkpoints without a tokenizer)
 // and an optional "id" (string) naming it in the report. Blank lines are skipped.

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "model/dsv4_config.hpp"
 #include "model/dsv4_weights.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::bench {
 

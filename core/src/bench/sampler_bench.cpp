@@ -9,7 +9,7 @@
 #include <numbers>
 
 #include "ops/compute_threads.hpp"
-#include "ops/row_scan.hpp"
+#include "ops/scan_columns.hpp"
 #include "plugins/registry.hpp"
 #include "util/check.hpp"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "bench/hardware_figures.hpp"
-#include "model/dsv4_config.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::bench {
 

@@ -1,10 +1,10 @@
-// tessera bench engine: requests through the real engine (engine/engine_bench.hpp).
+// tessera bench engine: requests through the real engine (bench/engine_bench.hpp).
 #include <fmt/format.h>
 
 #include <memory>
 
+#include "bench/engine_bench.hpp"
 #include "cli/commands.hpp"
-#include "engine/engine_bench.hpp"
 
 namespace tessera::cli {
 

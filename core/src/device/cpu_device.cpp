@@ -14,7 +14,7 @@
 #include "kernels/number_formats.cuh"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
-#include "ops/row_scan.hpp"
+#include "ops/scan_columns.hpp"
 #include "ops/swiglu.hpp"
 #include "tessera/plugin_abi.h"
 #include "util/check.hpp"

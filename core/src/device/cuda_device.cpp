@@ -103,10 +103,6 @@ void ModuleOps::hc_head_mix(const Stream& stream, const float* mix, const float*
       "hc_head_mix");
 }
 
-// The kernels write ops::RowScan's layout.
-static_assert(sizeof(ops::RowScan) == 12 && offsetof(ops::RowScan, max) == 0 &&
-              offsetof(ops::RowScan, argmax) == 4 && offsetof(ops::RowScan, finite) == 8);
-
 void ModuleOps::scan_rows(const Stream& stream, const float* logits, int64_t rows, int64_t vocab,
                           ops::RowScan* scans, float* group_max) const {
   check_op(api_.row_scan(ordinal_, stream.handle(), logits, rows, vocab, scans, group_max),

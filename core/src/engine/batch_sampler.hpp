@@ -12,8 +12,8 @@
 #include "engine/request.hpp"
 #include "engine/sequence.hpp"
 #include "model/dsv4_model.hpp"
-#include "plugins/plugin_instance.hpp"
 #include "plugins/sampler_call.hpp"
+#include "util/plugin_instance.hpp"
 
 namespace tessera::engine {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/communicator.hpp"
+#include "device/communicator.hpp"
 
 namespace tessera {
 

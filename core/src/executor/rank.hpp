@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "executor/communicator.hpp"
+#include "device/communicator.hpp"
 #include "executor/step_plan.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/prefix_snapshot.hpp"

@@ -7,8 +7,8 @@
 // The model all-reduces after wo_b and after the MoE, and all-gathers the vocabulary shards.
 #pragma once
 
-#include "model/dsv4_config.hpp"
 #include "model/dsv4_weights.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera {
 

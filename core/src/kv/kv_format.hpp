@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "plugins/plugin_instance.hpp"
 #include "tessera/plugin_abi.h"
+#include "util/plugin_instance.hpp"
 
 namespace tessera {
 

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "model/dsv4_config.hpp"
 #include "tessera/plugin_abi.h"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera {
 

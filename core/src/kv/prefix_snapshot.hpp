@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kv/compressor_state.hpp"
 #include "kv/page_pool.hpp"
-#include "model/compressor.hpp"
 
 namespace tessera {
 

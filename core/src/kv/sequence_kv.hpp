@@ -11,10 +11,10 @@
 #include <deque>
 #include <vector>
 
+#include "kv/compressor_state.hpp"
 #include "kv/page_pool.hpp"
 #include "kv/prefix_snapshot.hpp"
-#include "model/compressor.hpp"
-#include "model/dsv4_config.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera {
 

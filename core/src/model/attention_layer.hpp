@@ -10,11 +10,11 @@
 
 #include "kv/kv_format.hpp"
 #include "kv/sequence_kv.hpp"
-#include "model/dsv4_config.hpp"
 #include "model/dsv4_weights.hpp"
 #include "model/forward_batch.hpp"
 #include "ops/rope.hpp"
-#include "plugins/plugin_instance.hpp"
+#include "util/plugin_instance.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::dsv4 {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "device/device.hpp"
-#include "model/dsv4_config.hpp"
+#include "weights/dsv4_config.hpp"
 #include "weights/dtype.hpp"
 
 namespace tessera::dsv4 {

@@ -12,30 +12,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "executor/communicator.hpp"
+#include "device/communicator.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/sequence_kv.hpp"
-#include "model/dsv4_config.hpp"
 #include "model/dsv4_weights.hpp"
 #include "model/forward_batch.hpp"
+#include "ops/logits.hpp"
 #include "ops/rope.hpp"
-#include "ops/row_scan.hpp"
-#include "plugins/plugin_instance.hpp"
-#include "util/uninitialized_vector.hpp"
+#include "util/plugin_instance.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::dsv4 {
-
-struct Logits {
-  int64_t vocab = 0;
-  UninitializedVector<float> values;  // [rows, vocab], every value written by forward()
-  std::vector<int64_t> chunk_rows;    // first logits row of each chunk
-  // [rows] each row's max, argmax and finiteness, found by the vocabulary head as it wrote them
-  // (one rank); empty when not (tensor parallel: the rows are gathered from shards).
-  std::vector<ops::RowScan> scans;
-  // [rows, TS_LOGIT_GROUP_COUNT(vocab)] each row's column-group maxima, found with scans.
-  std::vector<float> group_max;
-  const float* row(int64_t r) const { return values.data() + r * vocab; }
-};
 
 class Model {
  public:

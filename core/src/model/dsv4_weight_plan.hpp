@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "model/dsv4_config.hpp"
 #include "model/dsv4_weights.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::dsv4 {
 

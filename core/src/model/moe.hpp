@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "model/dsv4_config.hpp"
 #include "model/dsv4_weights.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::dsv4 {
 

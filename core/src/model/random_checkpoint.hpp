@@ -16,7 +16,7 @@
 #include <functional>
 #include <string>
 
-#include "model/dsv4_config.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::dsv4 {
 

@@ -10,6 +10,7 @@
 #include "ops/gemm_nt.hpp"
 #include "ops/linear_blas.hpp"
 #include "ops/linear_detail.hpp"
+#include "ops/scan_columns.hpp"
 #include "tessera/plugin_abi.h"
 #include "util/check.hpp"
 

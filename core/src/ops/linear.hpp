@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <span>
 
-#include "model/dsv4_weights.hpp"
 #include "ops/gemm_nt.hpp"
 #include "ops/row_scan.hpp"
+#include "ops/tensor.hpp"
 
 namespace tessera::ops {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/dsv4_config.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::ops {
 

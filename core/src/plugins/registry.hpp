@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "plugins/plugin_instance.hpp"
 #include "tessera/plugin_abi.h"
 #include "util/json_schema.hpp"
+#include "util/plugin_instance.hpp"
 
 namespace tessera {
 

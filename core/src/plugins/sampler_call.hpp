@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
-#include "model/dsv4_model.hpp"
-#include "plugins/plugin_instance.hpp"
+#include "ops/logits.hpp"
+#include "util/plugin_instance.hpp"
 
 namespace tessera {
 

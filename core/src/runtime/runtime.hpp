@@ -8,12 +8,12 @@
 #include "kv/kv_format.hpp"
 #include "kv/memory_planner.hpp"
 #include "kv/sequence_kv.hpp"
-#include "model/dsv4_config.hpp"
 #include "model/dsv4_model.hpp"
 #include "model/dsv4_weights.hpp"
 #include "plugins/registry.hpp"
 #include "runtime/rank_kv.hpp"
 #include "runtime/runtime_options.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera {
 

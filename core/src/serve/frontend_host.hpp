@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "plugins/plugin_instance.hpp"
 #include "plugins/registry.hpp"
 #include "tessera/plugin_abi.h"
+#include "util/plugin_instance.hpp"
 
 namespace tessera::serve {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "ab/live_comparison.hpp"
+#include "comparison/live_comparison.hpp"
 #include "engine/request.hpp"
 #include "serve/chat_output.hpp"
 #include "serve/serve_metrics.hpp"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/prometheus.hpp"
+#include "util/prometheus.hpp"
 
 namespace tessera::serve {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "chat/chat_prompt.hpp"
 #include "chat/chat_types.hpp"
-#include "serve/chat_prompt.hpp"
 #include "serve/plain_content.hpp"
 #include "tessera/bounded_json.hpp"
 #include "tessera/sampling_fields.hpp"
@@ -97,9 +97,9 @@ void read_prompt(const Json& r, const tokenizer::Tokenizer& tokenizer, const Ser
       markers = make_plain_markers();
       marked = mark_special_text_in_content(r, tokenizer, markers);
     }
-    ChatPrompt prompt;
+    chat::ChatPrompt prompt;
     try {
-      prompt = render_chat_prompt(markers.wrapped > 0 ? marked : r, limits.effort_profile);
+      prompt = chat::render_chat_prompt(markers.wrapped > 0 ? marked : r, limits.effort_profile);
       out.base.prompt = encode_with_plain_spans(prompt.text, markers, tokenizer);
     } catch (const chat::ChatEncodingError& e) {
       invalid(e.what());

@@ -5,8 +5,8 @@
 #include <csignal>
 #include <memory>
 
-#include "ab/coupled_draw.hpp"
 #include "chat/chat_encoder.hpp"
+#include "comparison/coupled_draw.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "engine/engine_options.hpp"
@@ -61,7 +61,8 @@ std::vector<ArmEngine> start_engines(const Config& config, const tokenizer::Toke
   for (std::size_t i = 0; i < n; ++i) {
     const Config arm_config = config.ab.arms.empty() ? config : config.for_arm(i);
     RuntimeOptions options = RuntimeOptions::from_config(arm_config);
-    if (!config.ab.arms.empty()) {  // arms sample with the coupled draw (ab/coupled_draw.hpp)
+    // Arms sample with the coupled draw (comparison/coupled_draw.hpp).
+    if (!config.ab.arms.empty()) {
       options.sampler_options_json =
           ab::with_coupled_draw(options.sampler_plugin, options.sampler_options_json);
     }

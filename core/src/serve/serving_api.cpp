@@ -8,7 +8,7 @@
 #include <random>
 #include <thread>
 
-#include "serve/chat_prompt.hpp"
+#include "chat/chat_prompt.hpp"
 #include "tessera/bounded_json.hpp"
 #include "tokenizer/utf8.hpp"
 
@@ -415,9 +415,9 @@ ts_status ServingApi::apply_chat_template(void* ctx, const char* request_json, c
     if (!request.is_object()) {
       return ts_status{TS_ERR_INVALID_ARGUMENT, "apply_chat_template: expected a JSON object"};
     }
-    ChatPrompt prompt;
+    chat::ChatPrompt prompt;
     try {
-      prompt = render_chat_prompt(request, self->info_.limits.effort_profile);
+      prompt = chat::render_chat_prompt(request, self->info_.limits.effort_profile);
     } catch (const chat::ChatEncodingError& e) {
       return status(TS_ERR_INVALID_ARGUMENT, e.what());
     }

@@ -30,8 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ab/arm_assignment.hpp"
-#include "ab/live_comparison.hpp"
+#include "comparison/arm_assignment.hpp"
+#include "comparison/live_comparison.hpp"
 #include "engine/request.hpp"
 #include "serve/request_stream.hpp"
 #include "serve/serve_metrics.hpp"

@@ -30,7 +30,7 @@ constexpr int32_t kExponentMask = 0x7f800000;  // all ones: inf or NaN
   return any != 0;
 }
 
-TS_SAMPLER_CLONES RowScan scan(const float* v, int64_t n, float* group_max) {
+TS_SAMPLER_CLONES RowMaxFinite scan(const float* v, int64_t n, float* group_max) {
   const float minus_inf = -std::numeric_limits<float>::infinity();
   const Floats none = Floats{} + minus_inf;
   Floats row_lo = none, row_hi = none;
@@ -76,7 +76,7 @@ TS_SAMPLER_CLONES RowScan scan(const float* v, int64_t n, float* group_max) {
 
 }  // namespace
 
-RowScan scan_row_groups(std::span<const float> logits, std::span<float> group_max) {
+RowMaxFinite scan_row_groups(std::span<const float> logits, std::span<float> group_max) {
   return scan(logits.data(), static_cast<int64_t>(logits.size()), group_max.data());
 }
 

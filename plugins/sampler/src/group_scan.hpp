@@ -45,6 +45,6 @@ inline void prefetch_logit_block(std::span<const float> logits, int64_t b) {
 
 // group_max: [logit_group_count(logits.size())], overwritten (-inf for an empty group). max and
 // the group maxima mean nothing when a value is not finite.
-RowScan scan_row_groups(std::span<const float> logits, std::span<float> group_max);
+RowMaxFinite scan_row_groups(std::span<const float> logits, std::span<float> group_max);
 
 }  // namespace tessera::sampler

@@ -259,9 +259,9 @@ RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vo
   const bool scanned = host_scan != nullptr;
   // The raw row's group maxima, when known.
   std::span<const float> groups = consistent_groups(host_scan, hints, vocab);
-  RowScan scan;
+  RowMaxFinite scan;
   if (scanned) {
-    scan = RowScan{host_scan->max, true};
+    scan = RowMaxFinite{host_scan->max, true};
   } else if ((rejection_row(row.params, vocab, draw) || race_on_raw_row(row.params, vocab, draw)) &&
              !penalties_active(row.params)) {
     workspace.group_max.resize(static_cast<size_t>(logit_group_count(vocab)));

@@ -44,7 +44,7 @@ constexpr size_t kStep = kLanes * kUnroll;
 
 }  // namespace
 
-TS_SAMPLER_CLONES RowScan scan_row_portable(std::span<const float> logits) {
+TS_SAMPLER_CLONES RowMaxFinite scan_row_portable(std::span<const float> logits) {
   const float* v = logits.data();
   const size_t n = logits.size();
   const float minus_inf = -std::numeric_limits<float>::infinity();
@@ -76,7 +76,7 @@ TS_SAMPLER_CLONES RowScan scan_row_portable(std::span<const float> logits) {
     max = max > v[i] ? max : v[i];
     any_bad = any_bad || is_bad(v[i]);
   }
-  return RowScan{max, !any_bad};
+  return RowMaxFinite{max, !any_bad};
 }
 
 TS_SAMPLER_CLONES int32_t first_index_of_portable(std::span<const float> values, float value) {
@@ -105,7 +105,7 @@ TS_SAMPLER_CLONES int32_t first_index_of_portable(std::span<const float> values,
 // AVX-512: 64 values per step in four independent accumulators. A value is inf or NaN exactly
 // when its bits without the sign are >= 0x7f800000, so an unsigned max of those bits replaces
 // the portable version's compare-and-or (the max itself ignores NaNs: the row is then rejected).
-static __attribute__((target("avx512f"))) RowScan scan_row_avx512(const float* v, size_t n) {
+static __attribute__((target("avx512f"))) RowMaxFinite scan_row_avx512(const float* v, size_t n) {
   const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
   __m512 max[4];
   __m512i bits[4];
@@ -130,8 +130,8 @@ static __attribute__((target("avx512f"))) RowScan scan_row_avx512(const float* v
   const __m512 m = _mm512_max_ps(_mm512_max_ps(max[0], max[1]), _mm512_max_ps(max[2], max[3]));
   const __m512i b =
       _mm512_max_epu32(_mm512_max_epu32(bits[0], bits[1]), _mm512_max_epu32(bits[2], bits[3]));
-  return RowScan{_mm512_reduce_max_ps(m),
-                 static_cast<uint32_t>(_mm512_reduce_max_epu32(b)) < uint32_t{kExponentMask}};
+  return RowMaxFinite{_mm512_reduce_max_ps(m),
+                      static_cast<uint32_t>(_mm512_reduce_max_epu32(b)) < uint32_t{kExponentMask}};
 }
 
 static __attribute__((target("avx512f"))) int32_t first_index_of_avx512(const float* v, size_t n,
@@ -156,7 +156,7 @@ static __attribute__((target("avx512f"))) int32_t first_index_of_avx512(const fl
   return -1;
 }
 
-RowScan scan_row(std::span<const float> logits) {
+RowMaxFinite scan_row(std::span<const float> logits) {
   return cpu_has_avx512f() ? scan_row_avx512(logits.data(), logits.size())
                            : scan_row_portable(logits);
 }
@@ -166,7 +166,7 @@ int32_t first_index_of(std::span<const float> values, float value) {
                            : first_index_of_portable(values, value);
 }
 #else
-RowScan scan_row(std::span<const float> logits) { return scan_row_portable(logits); }
+RowMaxFinite scan_row(std::span<const float> logits) { return scan_row_portable(logits); }
 int32_t first_index_of(std::span<const float> values, float value) {
   return first_index_of_portable(values, value);
 }

@@ -7,12 +7,14 @@
 
 namespace tessera::sampler {
 
-struct RowScan {
+// A row's largest value and whether every value of it is finite. (The core's ops::RowScan, handed
+// over as ts_row_scan, also carries the argmax.)
+struct RowMaxFinite {
   float max = 0.0f;         // meaningful only when all_finite (or when -inf marks removed tokens)
   bool all_finite = false;  // no NaN, no +-inf
 };
 
-[[nodiscard]] RowScan scan_row(std::span<const float> logits);
+[[nodiscard]] RowMaxFinite scan_row(std::span<const float> logits);
 
 // The lowest index whose value == value (so -0 and +0 are equal, as std::max_element compares);
 // -1 if none.
@@ -20,7 +22,7 @@ struct RowScan {
 
 // The portable versions (GCC vector extensions, one clone per x86-64 level) that the two above
 // run on CPUs without AVX-512; tests compare both.
-[[nodiscard]] RowScan scan_row_portable(std::span<const float> logits);
+[[nodiscard]] RowMaxFinite scan_row_portable(std::span<const float> logits);
 [[nodiscard]] int32_t first_index_of_portable(std::span<const float> values, float value);
 
 }  // namespace tessera::sampler

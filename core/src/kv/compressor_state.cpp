@@ -1,10 +1,10 @@
-#include "model/compressor.hpp"
+#include "kv/compressor_state.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "model/softmax_pool.hpp"
+#include "ops/softmax_pool.hpp"
 #include "util/check.hpp"
 
 namespace tessera::dsv4 {

@@ -1,4 +1,4 @@
-#include "model/window_buffer.hpp"
+#include "kv/window_buffer.hpp"
 
 #include <mutex>
 #include <unordered_map>

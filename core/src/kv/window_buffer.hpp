@@ -1,6 +1,6 @@
-// Storage for the compressors' per-sequence window buffers (compressor.hpp): ~0.5 MB per sequence
-// on the 50m preset, ~12 MB on DeepSeek-V4-Flash, allocated at every admission and freed at every
-// finish. Two things make that cheap:
+// Storage for the compressors' per-sequence window buffers (kv/compressor_state.hpp): ~0.5 MB per
+// sequence on the 50m preset, ~12 MB on DeepSeek-V4-Flash, allocated at every admission and freed
+// at every finish. Two things make that cheap:
 // - WindowAllocator default-initialises: a window is written slot by slot before a closing token
 //   reads it (CompressorState::push), so zero-filling it is wasted work.
 // - Freed blocks go to a small process-wide cache by size and the next admission takes them back,

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/prometheus.hpp"
+#include "util/prometheus.hpp"
 
 namespace tessera::ab {
 
@@ -44,7 +44,7 @@ class LiveComparison {
   // tessera_ab_repetition_stops_total, tessera_ab_generation_tokens_total and the histograms
   // tessera_ab_time_to_first_token_seconds / tessera_ab_e2e_request_latency_seconds, every
   // sample labelled arm="<name>" after `labels`.
-  void write_prometheus(serve::PrometheusWriter& out, const serve::Labels& labels) const;
+  void write_prometheus(PrometheusWriter& out, const Labels& labels) const;
 
   const std::vector<std::string>& arms() const { return names_; }
 
@@ -56,7 +56,7 @@ class LiveComparison {
     std::map<std::string, int64_t> finish_reasons;
     std::vector<double> ttft, latency;  // ring buffers of `window`
     size_t next = 0;
-    serve::Histogram ttft_hist, latency_hist;
+    Histogram ttft_hist, latency_hist;
     ArmState();
   };
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/window_buffer.hpp"
+#include "kv/window_buffer.hpp"
 
 namespace tessera::dsv4 {
 

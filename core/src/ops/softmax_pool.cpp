@@ -1,4 +1,4 @@
-#include "model/softmax_pool.hpp"
+#include "ops/softmax_pool.hpp"
 
 #include <immintrin.h>
 

@@ -1,4 +1,4 @@
-#include "ops/row_scan.hpp"
+#include "ops/scan_columns.hpp"
 
 #include <bit>
 #include <cstring>

@@ -4,7 +4,7 @@
 // hca, num_hash_layers, qk_rope_head_dim, rope_scaling, compress_rope_parameters), which are
 // folded in the same way. ConfigKeys transformers accepts but ignores are logged, never silently
 // reinterpreted; values Tessera cannot run are refused with the key named.
-#include "model/dsv4_config.hpp"
+#include "weights/dsv4_config.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,8 +16,8 @@
 #include <optional>
 #include <sstream>
 
-#include "model/dsv4_config_keys.hpp"
 #include "util/check.hpp"
+#include "weights/dsv4_config_keys.hpp"
 
 namespace tessera::dsv4 {
 namespace {

@@ -1,7 +1,7 @@
 // The chat half of a frontend request, on the host side: OpenAI-shaped fields -> the DeepSeek-V4
 // prompt text (chat/request_messages.hpp then chat/chat_encoder.hpp), and the thinking mode the
 // output parser must use. Frontends never link the chat code; they reach it through submit
-// ("messages") and apply_chat_template of the engine table (serving_api.hpp).
+// ("messages") and apply_chat_template of the engine table (serve/serving_api.hpp).
 //
 // Fields read: messages (array, required), tools (array), thinking (bool), reasoning_effort
 // (string). Thinking is on when `thinking` is true, or when it is absent and reasoning_effort is
@@ -13,7 +13,7 @@
 #include "chat/chat_encoder.hpp"
 #include "chat/chat_types.hpp"
 
-namespace tessera::serve {
+namespace tessera::chat {
 
 struct ChatPrompt {
   std::string text;
@@ -25,4 +25,4 @@ struct ChatPrompt {
 [[nodiscard]] ChatPrompt render_chat_prompt(const chat::Json& request,
                                             chat::ReasoningEffortProfile profile);
 
-}  // namespace tessera::serve
+}  // namespace tessera::chat

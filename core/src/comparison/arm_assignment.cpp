@@ -1,4 +1,4 @@
-#include "ab/arm_assignment.hpp"
+#include "comparison/arm_assignment.hpp"
 
 #include <cmath>
 

@@ -1,8 +1,8 @@
-#include "ab/live_comparison.hpp"
+#include "comparison/live_comparison.hpp"
 
 #include <algorithm>
 
-#include "ab/distribution.hpp"
+#include "comparison/distribution.hpp"
 #include "util/check.hpp"
 
 namespace tessera::ab {
@@ -81,11 +81,10 @@ nlohmann::ordered_json LiveComparison::report() const {
   return {{"requests", total}, {"window", window_}, {"arms", arms}};
 }
 
-void LiveComparison::write_prometheus(serve::PrometheusWriter& out,
-                                      const serve::Labels& labels) const {
+void LiveComparison::write_prometheus(PrometheusWriter& out, const Labels& labels) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto with_arm = [&](size_t i) {
-    serve::Labels l = labels;
+    Labels l = labels;
     l.emplace_back("arm", names_[i]);
     return l;
   };
@@ -95,7 +94,7 @@ void LiveComparison::write_prometheus(serve::PrometheusWriter& out,
   out.header("tessera_ab_finished_total", "counter", "Finished requests per A/B arm and reason.");
   for (size_t i = 0; i < names_.size(); ++i) {
     for (const auto& [reason, n] : state_[i]->finish_reasons) {
-      serve::Labels l = with_arm(i);
+      Labels l = with_arm(i);
       l.emplace_back("finish_reason", reason);
       out.sample("tessera_ab_finished_total", l, static_cast<double>(n));
     }

@@ -1,4 +1,4 @@
-#include "ab/distribution.hpp"
+#include "comparison/distribution.hpp"
 
 #include <algorithm>
 #include <cmath>

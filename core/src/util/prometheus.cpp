@@ -1,11 +1,11 @@
-#include "serve/prometheus.hpp"
+#include "util/prometheus.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-namespace tessera::serve {
+namespace tessera {
 
 Histogram::Histogram(std::vector<double> upper_bounds)
     : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {
@@ -108,4 +108,4 @@ void PrometheusWriter::histogram(std::string_view name, const Labels& labels,
   out_ += fmt::format("{}_count{} {}\n", name, label_text(labels), s.count);
 }
 
-}  // namespace tessera::serve
+}  // namespace tessera

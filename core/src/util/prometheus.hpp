@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace tessera::serve {
+namespace tessera {
 
 class Histogram {
  public:
@@ -53,4 +53,4 @@ class PrometheusWriter {
 [[nodiscard]] std::string escape_label_value(std::string_view value);
 [[nodiscard]] std::string format_value(double value);  // integers without ".0", +Inf/-Inf/NaN
 
-}  // namespace tessera::serve
+}  // namespace tessera

@@ -1,4 +1,4 @@
-#include "engine/engine_bench.hpp"
+#include "bench/engine_bench.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

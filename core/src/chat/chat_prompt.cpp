@@ -1,10 +1,10 @@
-#include "serve/chat_prompt.hpp"
+#include "chat/chat_prompt.hpp"
 
 #include <fmt/format.h>
 
 #include "chat/request_messages.hpp"
 
-namespace tessera::serve {
+namespace tessera::chat {
 
 ChatPrompt render_chat_prompt(const chat::Json& request, chat::ReasoningEffortProfile profile) {
   const auto messages = request.find("messages");
@@ -42,4 +42,4 @@ ChatPrompt render_chat_prompt(const chat::Json& request, chat::ReasoningEffortPr
   return prompt;
 }
 
-}  // namespace tessera::serve
+}  // namespace tessera::chat

@@ -1,4 +1,4 @@
-#include "ab/coupled_draw.hpp"
+#include "comparison/coupled_draw.hpp"
 
 #include <nlohmann/json.hpp>
 
