@@ -1,7 +1,8 @@
 // Attention backend "reference" (CPU): the lightning indexer over the *visible* compressed
 // entries only, then sparse attention with the sink over window + selected compressed entries.
 // Reads any kv-cache format through the format plugin's load() (ts_kv_reader), so it is the
-// yardstick for every cache format and every faster backend.
+// yardstick for every cache format and every faster backend. On a CUDA device the same arithmetic
+// runs as kernels of the plugin's CUDA module (device_run.hpp), loaded only for a CUDA device.
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -11,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_sibling.hpp"
+#include "device_run.hpp"
 #include "reference_kernels.hpp"
+#include "sequence_extent.hpp"
 #include "tessera/plugin_sdk.hpp"
 
 namespace {
@@ -25,11 +29,37 @@ using tessera::sdk::ok;
 // 64-sequence decode of short contexts would run on one thread while the other core waits.)
 constexpr int64_t kDefaultParallelMinWork = int64_t{1} << 16;  // = the schema's default below
 
+using CudaModule = tessera::sdk::CudaSibling<ts_reference_cuda_api>;
+
 struct ReferenceAttention {
   tessera::sdk::Logger log;
   int64_t parallel_min_work = kDefaultParallelMinWork;  // option "parallel_min_work"
   const ts_host_api* host = nullptr;                    // its parallel_for runs the sequences
+  ts_device device{TS_DEVICE_CPU, 0, nullptr};          // the device of create()
+  const ts_reference_cuda_api* cuda = nullptr;          // CUDA instances: the plugin's module
+  int64_t cuda_max_rows = 0;                            // rows one query may attend there
 };
+
+// Loads the plugin's CUDA module of the host's build, once per process (kept for its life).
+ts_status cuda_module(const ts_host_api* host, int32_t ordinal, const ts_reference_cuda_api** api,
+                      int64_t* max_rows) {
+  static CudaModule native("tessera_attention_reference", TS_REFERENCE_CUDA_ENTRY_SYMBOL);
+  static CudaModule emulated("tessera_attention_reference", TS_REFERENCE_CUDA_ENTRY_SYMBOL);
+  const int32_t build = tessera::sdk::cuda_build_of(host);
+  std::string why;
+  *api = (build == TS_CUDA_BUILD_EMULATED ? emulated : native)
+             .get(reinterpret_cast<const void*>(&cuda_module), build, why);
+  if (*api == nullptr) {
+    return fail(TS_ERR_UNSUPPORTED, "reference attention on CUDA: " + why);
+  }
+  if (const char* e = (*api)->check_device(ordinal); e != nullptr) {
+    return fail(TS_ERR_UNSUPPORTED, std::string("reference attention: ") + e);
+  }
+  if (const char* e = (*api)->max_rows(ordinal, max_rows); e != nullptr) {
+    return fail(TS_ERR_UNSUPPORTED, std::string("reference attention: ") + e);
+  }
+  return ok();
+}
 
 // Options: {"parallel_min_work": integer >= 0} (0 splits every batch of >= 2 sequences; tests).
 ts_status parse_options(const char* options_json, int64_t& parallel_min_work) {
@@ -69,23 +99,8 @@ std::string describe_current_exception() {
   }
 }
 
-struct SequenceExtent {
-  int64_t last_position;
-  int64_t n_window;      // window rows to decode
-  int64_t n_compressed;  // compressed entries visible to the last query
-};
-
-SequenceExtent extent_of(const ts_attention_layer& layer, const ts_attention_sequence& seq) {
-  SequenceExtent e{};
-  e.last_position = seq.first_position + seq.n_queries - 1;
-  e.n_window = e.last_position - seq.window_first_position + 1;
-  e.n_compressed = 0;
-  if (layer.compress_ratio > 0) {
-    e.n_compressed =
-        std::min<int64_t>(seq.n_compressed, (e.last_position + 1) / layer.compress_ratio);
-  }
-  return e;
-}
+using tessera::reference::extent_of;
+using tessera::reference::SequenceExtent;
 
 ts_status validate(const ts_attention_layer* layer, const ts_attention_batch* batch) {
   if (layer == nullptr || batch == nullptr) {
@@ -112,11 +127,20 @@ ts_status validate(const ts_attention_layer* layer, const ts_attention_batch* ba
   return ok();
 }
 
-ts_status plan(ts_instance*, const ts_attention_layer* layer, const ts_attention_batch* batch,
+ts_status plan(ts_instance* self, const ts_attention_layer* layer, const ts_attention_batch* batch,
                size_t* workspace_bytes) {
   return tessera::sdk::guarded([&]() -> ts_status {
     if (ts_status s = validate(layer, batch); s.code != TS_OK) {
       return s;
+    }
+    const ReferenceAttention& impl = tessera::sdk::self<ReferenceAttention>(self);
+    if (impl.cuda != nullptr) {
+      if (std::string why = tessera::reference::check_rows_fit(*layer, *batch, impl.cuda_max_rows);
+          !why.empty()) {
+        return fail(TS_ERR_UNSUPPORTED, "reference attention on CUDA: " + why);
+      }
+      *workspace_bytes = tessera::reference::device_workspace_bytes(*layer, *batch);
+      return ok();
     }
     size_t most = 0;
     for (int32_t s = 0; s < batch->n_sequences; ++s) {
@@ -218,10 +242,28 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
     if (ts_status s = validate(layer, batch); s.code != TS_OK) {
       return s;
     }
-    if (device.type != TS_DEVICE_CPU) {
-      return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
+    if (in == nullptr || out == nullptr) {
+      return fail(TS_ERR_INVALID_ARGUMENT, "null inputs or outputs");
+    }
+    const ReferenceAttention& impl = tessera::sdk::self<ReferenceAttention>(self);
+    if (device.type != impl.device.type || device.ordinal != impl.device.ordinal) {
+      const std::string created = impl.device.type == TS_DEVICE_CUDA
+                                      ? "CUDA device " + std::to_string(impl.device.ordinal)
+                                      : std::string("the CPU");
+      return fail(TS_ERR_INVALID_ARGUMENT, "reference attention: the instance was created for " +
+                                               created +
+                                               "; run() got another device (plan() sizes the "
+                                               "workspace per device)");
     }
     out->entries_scored = 0;
+    if (impl.cuda != nullptr) {
+      if (std::string why = tessera::reference::check_rows_fit(*layer, *batch, impl.cuda_max_rows);
+          !why.empty()) {
+        return fail(TS_ERR_UNSUPPORTED, "reference attention on CUDA: " + why);
+      }
+      return tessera::reference::run_on_device(*impl.cuda, *layer, *batch, *in, *out, workspace,
+                                               workspace_bytes, device);
+    }
     auto* ws = static_cast<float*>(workspace);
     const int32_t n = batch->n_sequences;
     // Sequences are independent (each writes only its own query rows), so a large batch is shared
@@ -233,7 +275,6 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
       total += int64_t{batch->sequences[s].n_queries} * (e.n_window + e.n_compressed) *
                layer->n_heads * layer->head_dim;
     }
-    const ReferenceAttention& impl = tessera::sdk::self<ReferenceAttention>(self);
     if (n < 2 || total < impl.parallel_min_work) {
       return run_sequences(layer, batch, in, out, 0, n, ws, workspace_bytes, device,
                            &out->entries_scored);
@@ -282,22 +323,48 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
 
 ts_status check_support(const char* options_json, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (device.type != TS_DEVICE_CPU) {
-      return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU only");
+    if (device.type == TS_DEVICE_CUDA) {
+      // Which build serves CUDA is known at create() (from the host): either file will do here.
+      const void* anchor = reinterpret_cast<const void*>(&cuda_module);
+      std::string looked;
+      bool found = false;
+      for (int32_t build : {TS_CUDA_BUILD_NATIVE, TS_CUDA_BUILD_EMULATED}) {
+        const auto path =
+            tessera::sdk::cuda_sibling_path(anchor, "tessera_attention_reference", build);
+        std::error_code ec;
+        found = found || std::filesystem::exists(path, ec);
+        looked += (looked.empty() ? "" : ", ") + path.string();
+      }
+      if (!found) {
+        return fail(TS_ERR_UNSUPPORTED,
+                    "reference attention: its CUDA module is not installed: looked for " + looked);
+      }
+    } else if (device.type != TS_DEVICE_CPU) {
+      return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU and CUDA devices only");
     }
     int64_t parallel_min_work = 0;
     return parse_options(options_json, parallel_min_work);
   });
 }
 
-ts_status create(const ts_host_api* host, const char* options_json, ts_device, ts_instance** out) {
+ts_status create(const ts_host_api* host, const char* options_json, ts_device device,
+                 ts_instance** out) {
   return tessera::sdk::guarded([&]() -> ts_status {
     int64_t parallel_min_work = 0;
     if (ts_status s = parse_options(options_json, parallel_min_work); s.code != TS_OK) {
       return s;
     }
-    return tessera::sdk::create_instance<ReferenceAttention>(
-        out, ReferenceAttention{tessera::sdk::Logger(host, "reference"), parallel_min_work, host});
+    ReferenceAttention impl{tessera::sdk::Logger(host, "reference"), parallel_min_work, host};
+    impl.device = ts_device{device.type, device.ordinal, nullptr};
+    if (device.type == TS_DEVICE_CUDA) {
+      if (ts_status s = cuda_module(host, device.ordinal, &impl.cuda, &impl.cuda_max_rows);
+          s.code != TS_OK) {
+        return s;
+      }
+    } else if (device.type != TS_DEVICE_CPU) {
+      return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU and CUDA devices only");
+    }
+    return tessera::sdk::create_instance<ReferenceAttention>(out, std::move(impl));
   });
 }
 
@@ -318,7 +385,7 @@ const ts_plugin_descriptor kDescriptor = {
     R"({"type":"object","properties":{"parallel_min_work":{"type":"integer","minimum":0,)"
     R"("default":65536,"description":"batches with less attention work (multiply-adds) run )"
     R"(on one thread; larger ones are shared out by sequence over the host compute threads"}},"additionalProperties":false})",
-    R"({"devices":["cpu"],"kv_formats":["any"],"cuda_graph":false})",
+    R"({"devices":["cpu","cuda"],"kv_formats":["any"],"cuda_graph":false})",
     check_support,
     create,
     destroy,

@@ -13,16 +13,16 @@ namespace tessera::cudatest {
 
 class LoadedPlugin {
  public:
-  explicit LoadedPlugin(const std::string& path) {
+  explicit LoadedPlugin(const std::string& path, int32_t kind = TS_KIND_ATTENTION) {
     handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle_ == nullptr) throw std::runtime_error("dlopen " + path + ": " + dlerror());
     auto entry = reinterpret_cast<ts_plugin_entry_fn>(dlsym(handle_, TS_PLUGIN_ENTRY_SYMBOL));
     if (entry == nullptr) throw std::runtime_error(path + " has no " TS_PLUGIN_ENTRY_SYMBOL);
     descriptor_ = entry();
     if (descriptor_ == nullptr || descriptor_->abi_major != TS_ABI_MAJOR ||
-        descriptor_->kind != TS_KIND_ATTENTION || descriptor_->functions == nullptr)
-      throw std::runtime_error(path + ": not an attention plugin of ABI " +
-                               std::to_string(TS_ABI_MAJOR));
+        descriptor_->kind != kind || descriptor_->functions == nullptr)
+      throw std::runtime_error(path + ": not a plugin of kind " + std::to_string(kind) +
+                               " and ABI " + std::to_string(TS_ABI_MAJOR));
   }
   LoadedPlugin(const LoadedPlugin&) = delete;
   LoadedPlugin& operator=(const LoadedPlugin&) = delete;
@@ -32,6 +32,10 @@ class LoadedPlugin {
   const ts_plugin_descriptor& descriptor() const { return *descriptor_; }
   const ts_attention_table& table() const {
     return *static_cast<const ts_attention_table*>(descriptor_->functions);
+  }
+  template <class Table>
+  const Table& functions() const {
+    return *static_cast<const Table*>(descriptor_->functions);
   }
 
  private:

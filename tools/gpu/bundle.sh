@@ -23,6 +23,18 @@ mkdir -p "$bundle/plugins" "$bundle/lib"
 [ -x "$build/tessera" ] || { echo "bundle: $build/tessera not built" >&2; exit 1; }
 cp "$build/tessera" "$bundle/"
 cp "$build"/plugins/*.so "$bundle/plugins/"
+# Plugins' own CUDA modules (docs/plugins.md, "Plugins with device code") and, when built, the
+# tests of their device paths (run by tools/gpu/check.sh with TESSERA_BUNDLE).
+if compgen -G "$build/plugins/cuda/*.so" >/dev/null; then
+  mkdir -p "$bundle/plugins/cuda"
+  cp "$build"/plugins/cuda/*.so "$bundle/plugins/cuda/"
+fi
+for test in kvcache_bf16_device_test attention_reference_device_test; do
+  if [ -x "$build/tests/cuda/$test" ]; then
+    mkdir -p "$bundle/tests"
+    cp "$build/tests/cuda/$test" "$bundle/tests/"
+  fi
+done
 for module in libtessera_cuda.so libtessera_cuda_emulated.so libtessera_emulator.so; do
   found=$(find "$build" -name "$module" -not -path "*/tests/*" -print -quit)
   if [ -n "$found" ]; then cp "$found" "$bundle/"; fi
@@ -41,7 +53,8 @@ provided() {
 }
 
 missing=0
-for elf in "$bundle/tessera" "$bundle"/*.so "$bundle"/plugins/*.so; do
+for elf in "$bundle/tessera" "$bundle"/*.so "$bundle"/plugins/*.so "$bundle"/plugins/cuda/*.so \
+  "$bundle"/tests/*; do
   [ -e "$elf" ] || continue
   while read -r name arrow path _; do
     [ "$arrow" = "=>" ] || continue
@@ -55,7 +68,8 @@ for elf in "$bundle/tessera" "$bundle"/*.so "$bundle"/plugins/*.so; do
 done
 [ "$missing" = 0 ] || exit 1
 if command -v strip >/dev/null; then
-  find "$bundle" -type f \( -name "*.so*" -o -name tessera \) -exec strip --strip-unneeded {} +
+  find "$bundle" -type f \( -name "*.so*" -o -name tessera -o -name "*_test" \) \
+    -exec strip --strip-unneeded {} +
 fi
 
 cat >"$bundle/run.sh" <<'RUN'

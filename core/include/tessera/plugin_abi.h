@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TS_ABI_MAJOR 1
-#define TS_ABI_MINOR 2
+#define TS_ABI_MINOR 3
 #define TS_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
 
 /* ---------------------------------------------------------------- status */
@@ -61,6 +61,21 @@ typedef struct ts_device {
   void* stream;    /* cudaStream_t for CUDA, NULL for CPU */
 } ts_device;
 
+/* Where the data of a call lives for a CUDA device (type TS_DEVICE_CUDA): tensors (kv rows, q,
+ * index_q, index_w, attn_sink, out, selected), cache pools and workspaces are device memory of
+ * device.ordinal; descriptions (layouts, layers, batches, sequences) and slot arrays (kv `slots`,
+ * window_slots, compressed_slots, indexer_slots) are host memory, read during the call. The call
+ * enqueues its device work on device.stream and returns without waiting for it, unless its own
+ * comment says otherwise. For a CPU device everything is host memory and done on return. */
+
+/* ABI 1.3: which build of CUDA code serves CUDA devices in this process (ts_host_api.cuda_build).
+ * A plugin that keeps its device code in a module of its own loads the build of the same kind
+ * (docs/plugins.md, "Plugins with device code"). */
+typedef enum ts_cuda_build {
+  TS_CUDA_BUILD_NATIVE = 0,  /* nvcc, the GPU's: libtessera_cuda.so */
+  TS_CUDA_BUILD_EMULATED = 1 /* the SIMT emulator of core/emulator (CPU): *_emulated.so */
+} ts_cuda_build;
+
 /* ---------------------------------------------------------------- host services */
 typedef enum ts_log_level {
   TS_LOG_DEBUG = 0,
@@ -83,6 +98,9 @@ typedef struct ts_host_api {
      Which thread runs an item is unspecified; fn must not throw and must not wait for another
      item. Without it, run the items on the calling thread (tessera::sdk::parallel_for does). */
   void (*parallel_for)(void* ctx, int64_t n, void (*fn)(void* arg, int64_t item), void* arg);
+  /* ABI 1.3 (present when struct_size covers it; may be NULL): the ts_cuda_build of the device
+     module the core runs CUDA devices with (`[executor] cuda_module`). Absent or NULL: native. */
+  int32_t (*cuda_build)(void* ctx);
 } ts_host_api;
 
 /* ---------------------------------------------------------------- descriptor */
@@ -220,10 +238,13 @@ typedef struct ts_kv_cache_table {
   ts_status (*describe)(ts_instance* self, int32_t stream, int32_t dim, int32_t rope_dim,
                         int32_t entries_per_page, ts_kv_layout* out);
   /* Encode rows [n, dim] fp32 into slots of a pool of pages (page i at pool + i*page_bytes).
-   * Non-finite input => TS_ERR_NUMERIC and nothing written. */
+   * Non-finite input => TS_ERR_NUMERIC and nothing written. CUDA device: rows and pool device
+   * memory, slots host memory (see ts_device); a format may wait for the stream to check the rows
+   * before it enqueues the writes (kvcache_bf16 does: docs/kvcache.md). */
   ts_status (*store)(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
                      const int64_t* slots, uint8_t* pool, ts_device device);
-  /* Decode slots back into rows [n, dim] fp32 (reference use and tests). */
+  /* Decode slots back into rows [n, dim] fp32 (reference use and tests). CUDA device: pool and
+   * rows device memory, slots host memory; enqueued on device.stream. */
   ts_status (*load)(ts_instance* self, const ts_kv_layout* layout, const uint8_t* pool,
                     const int64_t* slots, int64_t n, float* rows, ts_device device);
 } ts_kv_cache_table;
@@ -299,6 +320,7 @@ typedef struct ts_attention_table {
   /* Host-side metadata for one batch: how much workspace run() needs. No allocation. */
   ts_status (*plan)(ts_instance* self, const ts_attention_layer* layer,
                     const ts_attention_batch* batch, size_t* workspace_bytes);
+  /* CUDA device: memory as ts_device says; the workspace is device memory. */
   ts_status (*run)(ts_instance* self, const ts_attention_layer* layer,
                    const ts_attention_batch* batch, const ts_attention_inputs* in,
                    ts_attention_outputs* out, void* workspace, size_t workspace_bytes,

@@ -10,6 +10,7 @@
 #include "device/cpu_device.hpp"
 #include "device/cuda_device.hpp"
 #include "device_module.hpp"
+#include "plugins/host_services.hpp"
 
 namespace tessera::device {
 namespace {
@@ -60,6 +61,11 @@ std::unique_ptr<Device> open_device(const DeviceSpec& spec) {
                     "installed; looked for {}",
                     spec.ordinal, spec.cuda_module, fmt::join(candidates, ", ")));
   const cuda::DeviceModule module = cuda::DeviceModule::load(path);  // throws with dlerror()
+  // Plugins with device code of their own load the same kind (ts_host_api.cuda_build): the
+  // emulator's module is "emulated" or a file named *_emulated.so.
+  const bool emulated = spec.cuda_module == "emulated" ||
+                        std::filesystem::path(path).filename().string().ends_with("_emulated.so");
+  set_process_cuda_build(emulated ? TS_CUDA_BUILD_EMULATED : TS_CUDA_BUILD_NATIVE);
   return std::make_unique<CudaDevice>(module.api(), spec.ordinal, path);
 }
 

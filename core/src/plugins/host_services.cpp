@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+
 #include "ops/compute_threads.hpp"
 
 namespace tessera {
@@ -36,7 +38,13 @@ void parallel_for_plugin(void* /*ctx*/, int64_t n, void (*fn)(void*, int64_t), v
   ops::parallel_for(n, ops::compute_threads(), [&](int64_t item) { fn(arg, item); });
 }
 
+std::atomic<int32_t> g_cuda_build{TS_CUDA_BUILD_NATIVE};
+
+int32_t cuda_build_of_process(void* /*ctx*/) noexcept { return g_cuda_build.load(); }
+
 }  // namespace
+
+void set_process_cuda_build(int32_t build) noexcept { g_cuda_build.store(build); }
 
 ts_host_api make_host_api(const std::string* plugin_name) noexcept {
   ts_host_api api{};
@@ -46,6 +54,7 @@ ts_host_api make_host_api(const std::string* plugin_name) noexcept {
   api.ctx = const_cast<std::string*>(plugin_name);
   api.log = &log_from_plugin;
   api.parallel_for = &parallel_for_plugin;
+  api.cuda_build = &cuda_build_of_process;
   return api;
 }
 

@@ -1,0 +1,50 @@
+/* The C table between the "bf16" kv-cache plugin and its CUDA module (docs/plugins.md, "Plugins
+ * with device code"): libtessera_kvcache_bf16_cuda.so (nvcc) or
+ * libtessera_kvcache_bf16_cuda_emulated.so (SIMT emulator), loaded by the plugin only for a CUDA
+ * device. Every function names its device ordinal and returns NULL on success or the reason it
+ * failed (owned by the module, valid until the next call on the same thread). */
+#ifndef TESSERA_KVCACHE_BF16_CUDA_API_H
+#define TESSERA_KVCACHE_BF16_CUDA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TS_BF16_CUDA_ENTRY_SYMBOL "tessera_kvcache_bf16_cuda_entry"
+
+/* Where slot s's record lies: pool + (s / entries_per_page) * page_bytes + record_offset +
+ * (s % entries_per_page) * record_stride; `dim` values of value_bytes (2: bf16, 4: fp32). */
+typedef struct ts_bf16_records {
+  int64_t dim;
+  int64_t entries_per_page;
+  uint64_t page_bytes, record_offset, record_stride;
+  int32_t value_bytes;
+} ts_bf16_records;
+
+typedef struct ts_bf16_cuda_api {
+  uint32_t struct_size;
+  /* NULL when device `ordinal` can run the module's kernels, else why not ("no CUDA device: ...").
+   */
+  const char* (*check_device)(int32_t ordinal);
+  /* 1 when p is device memory (of any device), 0 when it is host memory. */
+  int32_t (*is_device_memory)(const void* p);
+  /* Copies bytes from device to host memory on `stream` and waits for the stream. */
+  const char* (*copy_to_host)(int32_t ordinal, void* stream, void* host, const void* device,
+                              size_t bytes);
+  /* Enqueues the encoding of rows [n, dim] fp32 (device) into the records of slots[0..n) (host;
+   * n >= 0, every slot >= 0; the rows are finite). */
+  const char* (*store)(int32_t ordinal, void* stream, const ts_bf16_records* records,
+                       const float* rows, int64_t n, const int64_t* slots, uint8_t* pool);
+  /* Enqueues the decoding of the records of slots[0..n) into rows [n, dim] fp32 (device). */
+  const char* (*load)(int32_t ordinal, void* stream, const ts_bf16_records* records,
+                      const uint8_t* pool, const int64_t* slots, int64_t n, float* rows);
+} ts_bf16_cuda_api;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSERA_KVCACHE_BF16_CUDA_API_H */

@@ -1,0 +1,219 @@
+// kvcache_bf16_{emulated,device}_test PLUGIN.so [PLUGIN.so]  (the bf16 plugin, given twice by
+// ctest)
+//
+// The "bf16" kv-cache plugin on a CUDA device (its CUDA module: the emulated build, or the GPU's
+// in the native build) against its own CPU path, through the plugin's C table:
+//   - store: the same random rows stored by the CPU path into host pages and by the device path
+//     into device pages give byte-identical pools (round-to-nearest-even ties, scattered slots
+//     over pages, more rows than one launch takes, the untouched bytes kept), storage bf16 and
+//     fp32, main and indexer shapes of Flash and of the tiny model;
+//   - load: decoding those pages on the device gives the CPU path's rows bit for bit;
+//   - refusals: a non-finite value (the CPU path's status and message, nothing written), rows in
+//     host memory, and a plugin whose CUDA module is not installed (the message names the path
+//     looked for).
+// Exit status: 0 pass, 1 failure, 77 no CUDA device (native build only).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "plugin_loader.hpp"
+#include "runtime_device.hpp"
+
+namespace {
+
+using namespace tessera::cudatest;
+
+constexpr int kSkip = 77;
+constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
+
+int g_failures = 0;
+
+void expect(bool good, const std::string& what) {
+  std::printf("  %-4s %s\n", good ? "ok" : "FAIL", what.c_str());
+  g_failures += !good;
+}
+
+std::string message(const ts_status& s) { return s.message ? s.message : ""; }
+
+class KvInstance {
+ public:
+  KvInstance(const LoadedPlugin& plugin, const char* options, ts_device device)
+      : plugin_(plugin), host_(test_host_api()) {
+    const ts_status s = plugin.descriptor().create(&host_, options, device, &instance_);
+    if (s.code != TS_OK) throw std::runtime_error("create: " + message(s));
+  }
+  KvInstance(const KvInstance&) = delete;
+  KvInstance& operator=(const KvInstance&) = delete;
+  ~KvInstance() { plugin_.descriptor().destroy(instance_); }
+  ts_instance* get() const { return instance_; }
+  const ts_kv_cache_table& table() const { return plugin_.functions<ts_kv_cache_table>(); }
+  ts_kv_layout describe(int32_t stream, int32_t dim, int32_t rope, int32_t per_page) const {
+    ts_kv_layout l{};
+    if (table().describe(instance_, stream, dim, rope, per_page, &l).code != TS_OK)
+      throw std::runtime_error("describe failed");
+    return l;
+  }
+
+ private:
+  const LoadedPlugin& plugin_;
+  ts_host_api host_;
+  ts_instance* instance_ = nullptr;
+};
+
+struct Shape {
+  const char* name;
+  int32_t stream, dim, rope, per_page;
+  int64_t rows;
+};
+
+// Latent-like values over 7 decades, plus values whose dropped 16 bits are exactly half way
+// (0x8000): round-to-nearest-even must pick the even neighbour.
+std::vector<float> random_rows(int64_t n, int32_t dim, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> decade(-4, 2);
+  std::vector<float> rows(static_cast<size_t>(n * dim));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i] = mantissa(rng) * std::pow(10.0f, static_cast<float>(decade(rng)));
+    if (i % 7 == 3) {
+      uint32_t bits;
+      std::memcpy(&bits, &rows[i], 4);
+      bits = (bits & 0xFFFF0000u) | 0x8000u;
+      std::memcpy(&rows[i], &bits, 4);
+    }
+  }
+  return rows;
+}
+
+void check_shape(const LoadedPlugin& plugin, const char* options, const Shape& shape,
+                 const TestStream& stream, std::mt19937_64& rng) {
+  KvInstance kv(plugin, options, stream.device());
+  const ts_kv_layout layout = kv.describe(shape.stream, shape.dim, shape.rope, shape.per_page);
+  const int64_t n = shape.rows, capacity = n + n / 2 + 5;
+  const int64_t pages = (capacity + shape.per_page - 1) / shape.per_page;
+  std::vector<int64_t> order(static_cast<size_t>(capacity));
+  for (int64_t i = 0; i < capacity; ++i) order[static_cast<size_t>(i)] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  const std::vector<int64_t> slots(order.begin(), order.begin() + n);
+  std::vector<uint8_t> pool(static_cast<size_t>(pages * layout.page_bytes));
+  for (uint8_t& b : pool) b = static_cast<uint8_t>(rng());
+  const std::vector<float> rows = random_rows(n, shape.dim, rng);
+  const std::string name = std::string(shape.name) + " (" + options + ", " + std::to_string(n) +
+                           " rows, " + std::to_string(shape.per_page) + " per page)";
+
+  std::vector<uint8_t> cpu_pool = pool;
+  if (kv.table()
+          .store(kv.get(), &layout, rows.data(), n, slots.data(), cpu_pool.data(), kCpu)
+          .code != TS_OK)
+    throw std::runtime_error("CPU store failed");
+  DeviceVector<uint8_t> device_pool(pool, stream);
+  DeviceVector<float> device_rows(rows, stream);
+  ts_status s = kv.table().store(kv.get(), &layout, device_rows.get(), n, slots.data(),
+                                 device_pool.get(), stream.device());
+  expect(s.code == TS_OK && device_pool.download(stream) == cpu_pool,
+         name + ": device store writes the CPU path's bytes " + message(s));
+
+  std::vector<float> cpu_rows(rows.size()), none(rows.size(), std::nanf(""));
+  if (kv.table()
+          .load(kv.get(), &layout, cpu_pool.data(), slots.data(), n, cpu_rows.data(), kCpu)
+          .code != TS_OK)
+    throw std::runtime_error("CPU load failed");
+  DeviceVector<float> loaded(none, stream);
+  s = kv.table().load(kv.get(), &layout, device_pool.get(), slots.data(), n, loaded.get(),
+                      stream.device());
+  const std::vector<float> back = loaded.download(stream);
+  expect(s.code == TS_OK && std::memcmp(back.data(), cpu_rows.data(), back.size() * 4) == 0,
+         name + ": device load gives the CPU path's rows bit for bit " + message(s));
+}
+
+void check_refusals(const LoadedPlugin& plugin, const std::string& plugin_path,
+                    const TestStream& stream) {
+  KvInstance kv(plugin, "{}", stream.device());
+  const ts_kv_layout layout = kv.describe(TS_KV_MAIN, 64, 16, 4);
+  std::mt19937_64 rng(7);
+  std::vector<float> rows = random_rows(6, 64, rng);
+  rows[5 * 64 + 3] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<int64_t> slots = {0, 3, 4, 9, 10, 2};
+  std::vector<uint8_t> pool(3 * layout.page_bytes, 0x5A);
+  std::vector<uint8_t> cpu_pool = pool;
+  const ts_status cpu =
+      kv.table().store(kv.get(), &layout, rows.data(), 6, slots.data(), cpu_pool.data(), kCpu);
+  const std::string cpu_message = message(cpu);  // valid until the next call only
+  DeviceVector<uint8_t> device_pool(pool, stream);
+  DeviceVector<float> device_rows(rows, stream);
+  const ts_status dev = kv.table().store(kv.get(), &layout, device_rows.get(), 6, slots.data(),
+                                         device_pool.get(), stream.device());
+  expect(cpu.code == TS_ERR_NUMERIC && dev.code == TS_ERR_NUMERIC && message(dev) == cpu_message &&
+             device_pool.download(stream) == pool,
+         "NaN in row 5: TS_ERR_NUMERIC, the CPU path's message, nothing written (" + message(dev) +
+             ")");
+
+  const ts_status host = kv.table().store(kv.get(), &layout, rows.data(), 6, slots.data(),
+                                          device_pool.get(), stream.device());
+  expect(host.code == TS_ERR_INVALID_ARGUMENT &&
+             message(host).find("host memory") != std::string::npos,
+         "rows in host memory: " + message(host));
+
+  // The plugin alone, without its cuda/ folder: create() on a CUDA device names what it sought.
+  const std::filesystem::path lonely = std::filesystem::temp_directory_path() /
+                                       ("kvcache_bf16_device_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(lonely);
+  const std::filesystem::path copy = lonely / std::filesystem::path(plugin_path).filename();
+  std::filesystem::copy_file(plugin_path, copy, std::filesystem::copy_options::overwrite_existing);
+  {
+    LoadedPlugin alone(copy.string(), TS_KIND_KV_CACHE);
+    ts_host_api host_api = test_host_api();
+    ts_instance* instance = nullptr;
+    const ts_status s = alone.descriptor().create(&host_api, "{}", stream.device(), &instance);
+    const std::string wanted = (lonely / "cuda").string();
+    expect(s.code == TS_ERR_UNSUPPORTED &&
+               message(s).find("looked for " + wanted) != std::string::npos,
+           "no CUDA module beside the plugin: " + message(s));
+    if (instance != nullptr) alone.descriptor().destroy(instance);
+    const ts_status support = alone.descriptor().check_support("{}", stream.device());
+    expect(support.code == TS_ERR_UNSUPPORTED && message(support).find(wanted) != std::string::npos,
+           "check_support without the CUDA module: " + message(support));
+  }
+  std::filesystem::remove_all(lonely);
+}
+
+int main_impl(int argc, char** argv) {
+  if (argc < 2) throw std::runtime_error("usage: kvcache_bf16_device_test PLUGIN.so");
+  LoadedPlugin plugin(argv[1], TS_KIND_KV_CACHE);
+  if (const std::string why = device_unavailable(); !why.empty()) {
+    std::printf("no CUDA device: skipped (%s)\n", why.c_str());
+    return kSkip;
+  }
+  const ts_status support =
+      plugin.descriptor().check_support("{}", ts_device{TS_DEVICE_CUDA, 0, nullptr});
+  expect(support.code == TS_OK, "check_support on CUDA device 0 " + message(support));
+  TestStream stream;
+  std::mt19937_64 rng(20260401);
+  const Shape shapes[] = {{"flash main 512/64", TS_KV_MAIN, 512, 64, 64, 70},
+                          {"flash indexer 128", TS_KV_INDEXER, 128, 128, 64, 600},
+                          {"tiny main 64/16", TS_KV_MAIN, 64, 16, 5, 41},
+                          {"tiny indexer 32", TS_KV_INDEXER, 32, 32, 3, 17}};
+  for (const char* options : {"{}", R"({"storage":"fp32"})"})
+    for (const Shape& shape : shapes) check_shape(plugin, options, shape, stream, rng);
+  check_refusals(plugin, argv[1], stream);
+  std::printf("kvcache_bf16_device_test: %d failure(s)\n", g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return main_impl(argc, argv);
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+}
