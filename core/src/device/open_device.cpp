@@ -8,9 +8,10 @@
 #include <stdexcept>
 
 #include "device/cpu_device.hpp"
+#include "device/cuda_build.hpp"
 #include "device/cuda_device.hpp"
 #include "device_module.hpp"
-#include "plugins/host_services.hpp"
+#include "tessera/plugin_abi.h"
 
 namespace tessera::device {
 namespace {

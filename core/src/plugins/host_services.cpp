@@ -2,8 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
-
+#include "device/cuda_build.hpp"
 #include "ops/compute_threads.hpp"
 
 namespace tessera {
@@ -38,13 +37,9 @@ void parallel_for_plugin(void* /*ctx*/, int64_t n, void (*fn)(void*, int64_t), v
   ops::parallel_for(n, ops::compute_threads(), [&](int64_t item) { fn(arg, item); });
 }
 
-std::atomic<int32_t> g_cuda_build{TS_CUDA_BUILD_NATIVE};
-
-int32_t cuda_build_of_process(void* /*ctx*/) noexcept { return g_cuda_build.load(); }
+int32_t cuda_build_of_process(void* /*ctx*/) noexcept { return device::process_cuda_build(); }
 
 }  // namespace
-
-void set_process_cuda_build(int32_t build) noexcept { g_cuda_build.store(build); }
 
 ts_host_api make_host_api(const std::string* plugin_name) noexcept {
   ts_host_api api{};

@@ -12,9 +12,4 @@ namespace tessera {
 // Logs go to spdlog's default logger at the time of the call.
 [[nodiscard]] ts_host_api make_host_api(const std::string* plugin_name) noexcept;
 
-// What ts_host_api.cuda_build answers every plugin of the process (ts_cuda_build): the kind of
-// the CUDA device module open_device() loaded last. The emulator is one per process, so a process
-// runs one kind; native until a module is opened.
-void set_process_cuda_build(int32_t build) noexcept;
-
 }  // namespace tessera
