@@ -9,6 +9,8 @@
 # operation, and fmas are written out where the CPU code has them.
 get_filename_component(TESSERA_KERNEL_PRIMITIVES_DIR ${CMAKE_CURRENT_LIST_DIR}/../core/cuda/kernels
   ABSOLUTE)
+# plugins/common/cuda_module_support.hpp: the modules' shared error text and device checks.
+get_filename_component(TESSERA_PLUGIN_COMMON_DIR ${CMAKE_CURRENT_LIST_DIR}/../plugins/common ABSOLUTE)
 
 function(tessera_add_cuda_sibling plugin)
   cmake_parse_arguments(ARG "" "" "HOST;KERNELS;INCLUDES" ${ARGN})
@@ -27,7 +29,8 @@ function(tessera_add_cuda_sibling plugin)
     add_library(${_emulated} MODULE ${ARG_HOST} ${_generated})
     set_target_properties(${_emulated} PROPERTIES PREFIX "lib" CXX_VISIBILITY_PRESET hidden
       VISIBILITY_INLINES_HIDDEN ON LIBRARY_OUTPUT_DIRECTORY ${_out})
-    target_include_directories(${_emulated} PRIVATE ${TESSERA_KERNEL_PRIMITIVES_DIR} ${ARG_INCLUDES})
+    target_include_directories(${_emulated} PRIVATE ${TESSERA_KERNEL_PRIMITIVES_DIR}
+      ${TESSERA_PLUGIN_COMMON_DIR} ${ARG_INCLUDES})
     target_link_libraries(${_emulated} PRIVATE tessera_sdk tessera_emulator)
     target_compile_options(${_emulated} PRIVATE -ffp-contract=off)
     target_link_options(${_emulated} PRIVATE "LINKER:--no-undefined")
@@ -39,7 +42,8 @@ function(tessera_add_cuda_sibling plugin)
     add_library(${_native} MODULE ${ARG_HOST} ${ARG_KERNELS})
     set_target_properties(${_native} PROPERTIES PREFIX "lib" CXX_VISIBILITY_PRESET hidden
       CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON LIBRARY_OUTPUT_DIRECTORY ${_out})
-    target_include_directories(${_native} PRIVATE ${TESSERA_KERNEL_PRIMITIVES_DIR} ${ARG_INCLUDES})
+    target_include_directories(${_native} PRIVATE ${TESSERA_KERNEL_PRIMITIVES_DIR}
+      ${TESSERA_PLUGIN_COMMON_DIR} ${ARG_INCLUDES})
     # Shared cudart only (TOOLCHAIN.md §3), never the driver stub.
     target_link_libraries(${_native} PRIVATE tessera_sdk CUDA::cudart)
     target_compile_options(${_native} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-fmad=false -lineinfo>

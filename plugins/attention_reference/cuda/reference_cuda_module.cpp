@@ -2,6 +2,7 @@
 // (nvcc) and for the SIMT emulator from this one source.
 #include <string>
 
+#include "cuda_module_support.hpp"
 #include "reference_cuda_api.h"
 #include "reference_launch.hpp"
 
@@ -9,36 +10,9 @@ namespace {
 
 namespace ref = tessera::refcuda;
 
-thread_local std::string t_error;
-
-const char* failed(std::string why) {
-  t_error = std::move(why);
-  return t_error.c_str();
-}
-
-const char* failed(const std::string& what, cudaError_t e) {
-  return failed(what + ": " + cudaGetErrorString(e));
-}
-
-const char* check_device(int32_t ordinal) {
-  int count = 0;  // left unwritten when there is no driver (TOOLCHAIN.md §3)
-  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
-    return failed("no CUDA device: cudaGetDeviceCount failed", e);
-  if (count == 0) return failed("no CUDA device: cudaGetDeviceCount found none");
-  if (ordinal < 0 || ordinal >= count)
-    return failed("CUDA device " + std::to_string(ordinal) + " does not exist (" +
-                  std::to_string(count) + " found)");
-  return nullptr;
-}
-
-int32_t is_device_memory(const void* p) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
-    (void)cudaGetLastError();  // an unknown pointer is host memory; clear the sticky error
-    return 0;
-  }
-  return attributes.type == cudaMemoryTypeDevice ? 1 : 0;
-}
+using tessera::cuda_module::check_device;
+using tessera::cuda_module::failed;
+using tessera::cuda_module::is_device_memory;
 
 const char* max_rows(int32_t ordinal, int64_t* rows) {
   size_t bytes = 0;

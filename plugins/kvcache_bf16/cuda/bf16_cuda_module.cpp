@@ -6,42 +6,16 @@
 
 #include "bf16_cuda_api.h"
 #include "bf16_records.hpp"
+#include "cuda_module_support.hpp"
 
 namespace {
 
 using tessera::kvbf16::kSlotsPerLaunch;
 using tessera::kvbf16::SlotChunk;
 
-thread_local std::string t_error;
-
-const char* failed(std::string why) {
-  t_error = std::move(why);
-  return t_error.c_str();
-}
-
-const char* failed(const std::string& what, cudaError_t e) {
-  return failed(what + ": " + cudaGetErrorString(e));
-}
-
-const char* check_device(int32_t ordinal) {
-  int count = 0;  // left unwritten when there is no driver (TOOLCHAIN.md §3)
-  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
-    return failed("no CUDA device: cudaGetDeviceCount failed", e);
-  if (count == 0) return failed("no CUDA device: cudaGetDeviceCount found none");
-  if (ordinal < 0 || ordinal >= count)
-    return failed("CUDA device " + std::to_string(ordinal) + " does not exist (" +
-                  std::to_string(count) + " found)");
-  return nullptr;
-}
-
-int32_t is_device_memory(const void* p) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
-    (void)cudaGetLastError();  // an unknown pointer is host memory; clear the sticky error
-    return 0;
-  }
-  return attributes.type == cudaMemoryTypeDevice ? 1 : 0;
-}
+using tessera::cuda_module::check_device;
+using tessera::cuda_module::failed;
+using tessera::cuda_module::is_device_memory;
 
 const char* copy_to_host(int32_t ordinal, void* stream, void* host, const void* device,
                          size_t bytes) {
