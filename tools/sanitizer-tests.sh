@@ -8,7 +8,7 @@
 # address: the same tests and those of the kernels that index raw buffers (sampler, kv formats,
 #   reference attention, GEMMs, the scanned vocabulary head), built with AddressSanitizer and
 #   LeakSanitizer. An out-of-bounds access, a use after free or a leak fails the run.
-# Builds only what they need into build-tsan/ or build-asan/ (RelWithDebInfo, CUDA off), runs the
+# Builds only what they need into build-tsan/ or build-asan/ (CUDA off), runs the
 # test binaries (a report makes them exit non-zero) and the end-to-end tests (whose harness fails a
 # test when its server's log holds a report). Called by tools/run-tests.sh after the main tests.
 set -euo pipefail
@@ -39,7 +39,11 @@ record_phase() {
 }
 
 build_start=$(date +%s.%N)
-cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_CUDA=OFF \
+# -O1 with line tables only (-g1), as the sanitizers' own documentation and OSS-Fuzz build: reports
+# keep their file:line stacks, and the build takes about half the time of -O2 -g.
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DTESSERA_CUDA=OFF \
   -DTESSERA_FUZZ=OFF -DTESSERA_PYTHON="${TESSERA_VENV:-$here/.venv}/bin/python" \
   -DCMAKE_C_FLAGS="$flag -fno-omit-frame-pointer" -DCMAKE_CXX_FLAGS="$flag -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="$flag" -DCMAKE_SHARED_LINKER_FLAGS="$flag" \
