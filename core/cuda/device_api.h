@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TS_CUDA_DEVICE_API_VERSION 2
+#define TS_CUDA_DEVICE_API_VERSION 3
 #define TS_CUDA_DEVICE_ENTRY_SYMBOL "tessera_cuda_device_entry"
 
 typedef struct ts_cuda_device_info {
@@ -113,6 +113,14 @@ typedef struct ts_cuda_device_api {
   ts_status (*moe_combine)(int32_t ordinal, void* stream, const float* results, const int64_t* src,
                            const float* weight, int64_t tokens, int64_t per_token, int64_t width,
                            float* out);
+  /* Version 3: fp32 weights and tables, and the two data movers. */
+  ts_status (*linear_f32)(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
+                          const float* w, int64_t out, float* y);
+  ts_status (*embed_f32)(int32_t ordinal, void* stream, const float* table, int64_t width,
+                         const int32_t* ids, int64_t rows, int64_t copies, float* out);
+  ts_status (*scale)(int32_t ordinal, void* stream, float* x, int64_t count, float s);
+  ts_status (*swap_outer_axes)(int32_t ordinal, void* stream, const float* x, int64_t a, int64_t b,
+                               int64_t c, float* out);
 
   /* 1 for the SIMT emulator's module (libtessera_cuda_emulated.so), 0 for the GPU's. */
   int32_t emulated;

@@ -338,6 +338,35 @@ constexpr int32_t kEmulated = 1;
 constexpr int32_t kEmulated = 0;
 #endif
 
+ts_status linear_f32(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
+                     const float* w, int64_t out, float* y) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_linear_f32(x, rows, in, w, out, y, as_stream(stream)),
+      "linear_f32");
+}
+
+ts_status embed_f32(int32_t ordinal, void* stream, const float* table, int64_t width,
+                    const int32_t* ids, int64_t rows, int64_t copies, float* out) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_embed_f32(table, width, ids, rows, copies, out, as_stream(stream)),
+      "embed_f32");
+}
+
+ts_status scale(int32_t ordinal, void* stream, float* x, int64_t count, float s) {
+  if (ts_status st = select(ordinal); st.code != TS_OK) return st;
+  return cuda_status(tessera::kernels::launch_scale(x, count, s, as_stream(stream)), "scale");
+}
+
+ts_status swap_outer_axes(int32_t ordinal, void* stream, const float* x, int64_t a, int64_t b,
+                          int64_t c, float* out) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_swap_outer_axes(x, a, b, c, out, as_stream(stream)),
+      "swap_outer_axes");
+}
+
 const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  TS_CUDA_DEVICE_API_VERSION,
                                  device_count,
@@ -371,6 +400,10 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  rms_norm_bf16,
                                  gather_rows,
                                  moe_combine,
+                                 linear_f32,
+                                 embed_f32,
+                                 scale,
+                                 swap_outer_axes,
                                  kEmulated};
 
 }  // namespace

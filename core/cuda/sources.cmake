@@ -12,11 +12,12 @@ set(TESSERA_CUDA_MODULE_HOST_SOURCES ${TESSERA_CUDA_MODULE_DIR}/device_runtime.c
 set(TESSERA_CUDA_KERNEL_SOURCES
   ${TESSERA_CUDA_MODULE_DIR}/kernels/rms_norm.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/swiglu.cu
-  ${TESSERA_CUDA_MODULE_DIR}/kernels/embed_bf16.cu
-  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_bf16.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/embed.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_dense.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/hyper_mix.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_fp8.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/moe_combine.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/moe_routing.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/rope.cu
-  ${TESSERA_CUDA_MODULE_DIR}/kernels/row_scan.cu)
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/row_scan.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/elementwise.cu)

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -217,6 +218,58 @@ TEST_P(BackendOps, LinearBf16) {
   check_linear(dev, 1, 40, 9, 30);
   check_linear(dev, 7, 129, 33, 31);     // rows beyond one pass, odd widths
   check_linear(dev, 2, 4096, 1024, 32);  // Flash wq_a: hidden 4096 -> q LoRA 1024
+}
+
+TEST_P(BackendOps, LinearF32AndEmbedF32) {
+  Device& dev = *backend().device;
+  const Stream s = dev.create_stream();
+  for (const auto& [rows, in, out] : {std::array<int64_t, 3>{1, 40, 9}, {6, 257, 70}}) {
+    const std::vector<float> x = random_floats(static_cast<size_t>(rows * in), 40 + in);
+    const std::vector<float> w = random_floats(static_cast<size_t>(out * in), 41 + in, 0.1f);
+    DeviceBuffer dx = upload(dev, s, x), dw = upload(dev, s, w);
+    DeviceBuffer dy = dev.allocate(static_cast<size_t>(rows * out) * sizeof(float));
+    dev.ops().linear_f32(s, dx.as<float>(), rows, in, dw.as<float>(), out, dy.as<float>());
+    const std::vector<float> got = download<float>(dev, s, dy, static_cast<size_t>(rows * out));
+    std::vector<float> want(got.size()), magnitude(got.size(), 0.0f);
+    cpu().ops().linear_f32(cpu().create_stream(), x.data(), rows, in, w.data(), out, want.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < in; ++i)
+          magnitude[r * out + o] += std::fabs(x[r * in + i] * w[o * in + i]);
+    expect_close("linear_f32 in=" + std::to_string(in), got, want,
+                 [&](size_t i) { return 2e-5 * magnitude[i] + 1e-7; });
+  }
+  const int64_t vocab = 11, width = 300, rows = 3, copies = 2;
+  const std::vector<float> table = random_floats(static_cast<size_t>(vocab * width), 43);
+  const std::vector<int32_t> ids = {10, 0, 10};
+  DeviceBuffer dt = upload(dev, s, table), di = upload(dev, s, ids);
+  DeviceBuffer dout = dev.allocate(static_cast<size_t>(rows * copies * width) * sizeof(float));
+  dev.ops().embed_f32(s, dt.as<float>(), width, di.as<int32_t>(), rows, copies, dout.as<float>());
+  std::vector<float> want(static_cast<size_t>(rows * copies * width));
+  cpu().ops().embed_f32(cpu().create_stream(), table.data(), width, ids.data(), rows, copies,
+                        want.data());
+  expect_close("embed_f32", download<float>(dev, s, dout, want.size()), want,
+               [](size_t) { return 0.0; });
+}
+
+// The two data movers are exact: a product by one float, and copies.
+TEST_P(BackendOps, ScaleAndSwapOuterAxes) {
+  Device& dev = *backend().device;
+  const Stream s = dev.create_stream();
+  std::vector<float> x = random_floats(5000, 50);  // beyond one block of the grid-stride loop
+  DeviceBuffer dx = upload(dev, s, x);
+  dev.ops().scale(s, dx.as<float>(), static_cast<int64_t>(x.size()), 0.0883883f);
+  cpu().ops().scale(cpu().create_stream(), x.data(), static_cast<int64_t>(x.size()), 0.0883883f);
+  expect_close("scale", download<float>(dev, s, dx, x.size()), x, [](size_t) { return 0.0; });
+  const int64_t A = 5, B = 3, C = 129;  // tokens, groups, a group's inputs
+  const std::vector<float> y = random_floats(static_cast<size_t>(A * B * C), 51);
+  DeviceBuffer dy = upload(dev, s, y), dout = dev.allocate(y.size() * sizeof(float));
+  dev.ops().swap_outer_axes(s, dy.as<float>(), A, B, C, dout.as<float>());
+  std::vector<float> want(y.size());
+  cpu().ops().swap_outer_axes(cpu().create_stream(), y.data(), A, B, C, want.data());
+  EXPECT_EQ(want[(2 * A + 4) * C + 7], y[(4 * B + 2) * C + 7]);  // out[b=2, a=4] = x[a=4, b=2]
+  expect_close("swap_outer_axes", download<float>(dev, s, dout, y.size()), want,
+               [](size_t) { return 0.0; });
 }
 
 void check_rope(Device& dev, int64_t tokens, int64_t heads, int64_t width, int64_t rope_dim,

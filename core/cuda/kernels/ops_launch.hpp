@@ -27,13 +27,20 @@ cudaError_t launch_rms_norm_bf16(float* x, int64_t rows, int64_t width, const ui
 cudaError_t launch_swiglu(float* g, const float* u, int64_t count, float limit,
                           cudaStream_t stream);
 
-// out[t, c, :] = table[ids[t], :] widened from bf16, for c < copies (the mHC streams).
+// out[t, c, :] = table[ids[t], :] widened from bf16, for c < copies (the mHC streams); embed.cu.
 cudaError_t launch_embed_bf16(const uint16_t* table, int64_t width, const int32_t* ids,
                               int64_t rows, int64_t copies, float* out, cudaStream_t stream);
+// The same from an fp32 table.
+cudaError_t launch_embed_f32(const float* table, int64_t width, const int32_t* ids, int64_t rows,
+                             int64_t copies, float* out, cudaStream_t stream);
 
-// y[rows, out] = x[rows, in] . W^T, W [out, in] in bf16 widened in registers, fp32 sums.
+// y[rows, out] = x[rows, in] . W^T, W [out, in] in bf16 widened in registers, fp32 sums
+// (linear_dense.cu).
 cudaError_t launch_linear_bf16(const float* x, int64_t rows, int64_t in, const uint16_t* w,
                                int64_t out, float* y, cudaStream_t stream);
+// The same with W in fp32.
+cudaError_t launch_linear_f32(const float* x, int64_t rows, int64_t in, const float* w,
+                              int64_t out, float* y, cudaStream_t stream);
 
 // y[rows, out] = x . W^T, W8A8 (linear_fp8.cu): W [out, in] FP8 e4m3 with w_scale
 // [ceil(out/128), ceil(in/128)] UE8M0; x quantised to e4m3 per 1x128 block (power-of-two scale).
@@ -89,5 +96,11 @@ cudaError_t launch_moe_combine(const float* results, const int64_t* src, const f
 cudaError_t launch_rope(float* x, int64_t tokens, int64_t heads, int64_t width, int64_t rope_dim,
                         const int32_t* positions, const float* inv_freq, bool inverse,
                         cudaStream_t stream);
+
+// x[i] *= s for i < count (elementwise.cu).
+cudaError_t launch_scale(float* x, int64_t count, float s, cudaStream_t stream);
+// out[b, a, c] = x[a, b, c]: x [A, B, C] to out [B, A, C] (elementwise.cu); out must not overlap x.
+cudaError_t launch_swap_outer_axes(const float* x, int64_t A, int64_t B, int64_t C, float* out,
+                                   cudaStream_t stream);
 
 }  // namespace tessera::kernels

@@ -189,6 +189,29 @@ void CpuOps::linear_bf16(const Stream&, const float* x, int64_t rows, int64_t in
   ops::linear_group({&a, 1});
 }
 
+void CpuOps::embed_f32(const Stream&, const float* table, int64_t width, const int32_t* ids,
+                       int64_t rows, int64_t copies, float* out) const {
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = 0; c < copies; ++c)
+      std::copy_n(table + ids[t] * width, width, out + (t * copies + c) * width);
+}
+
+void CpuOps::linear_f32(const Stream&, const float* x, int64_t rows, int64_t in, const float* w,
+                        int64_t out, float* y) const {
+  ops::GemmNtArgs a{x, rows, in, in, w, out, in, y, out};
+  ops::linear_group({&a, 1});
+}
+
+void CpuOps::scale(const Stream&, float* x, int64_t count, float s) const {
+  for (int64_t i = 0; i < count; ++i) x[i] *= s;
+}
+
+void CpuOps::swap_outer_axes(const Stream&, const float* x, int64_t A, int64_t B, int64_t C,
+                             float* out) const {
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t b = 0; b < B; ++b) std::copy_n(x + (a * B + b) * C, C, out + (b * A + a) * C);
+}
+
 // The rotation of ops::RopeTable::apply, per token at its own position.
 void CpuOps::rope(const Stream&, float* x, int64_t tokens, int64_t heads, int64_t width,
                   int64_t rope_dim, const int32_t* positions, const float* inv_freq,

@@ -46,6 +46,13 @@ class CpuOps final : public DeviceOps {
   void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
             int64_t rope_dim, const int32_t* positions, const float* inv_freq,
             bool inverse) const override;
+  void embed_f32(const Stream& stream, const float* table, int64_t width, const int32_t* ids,
+                 int64_t rows, int64_t copies, float* out) const override;
+  void linear_f32(const Stream& stream, const float* x, int64_t rows, int64_t in, const float* w,
+                  int64_t out, float* y) const override;
+  void scale(const Stream& stream, float* x, int64_t count, float s) const override;
+  void swap_outer_axes(const Stream& stream, const float* x, int64_t A, int64_t B, int64_t C,
+                       float* out) const override;
 };
 
 class CpuDevice final : public Device {

@@ -130,6 +130,26 @@ void ModuleOps::rope(const Stream& stream, float* x, int64_t tokens, int64_t hea
            "rope");
 }
 
+void ModuleOps::embed_f32(const Stream& stream, const float* table, int64_t width,
+                          const int32_t* ids, int64_t rows, int64_t copies, float* out) const {
+  check_op(api_.embed_f32(ordinal_, stream.handle(), table, width, ids, rows, copies, out),
+           "embed_f32");
+}
+
+void ModuleOps::linear_f32(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                           const float* w, int64_t out, float* y) const {
+  check_op(api_.linear_f32(ordinal_, stream.handle(), x, rows, in, w, out, y), "linear_f32");
+}
+
+void ModuleOps::scale(const Stream& stream, float* x, int64_t count, float s) const {
+  check_op(api_.scale(ordinal_, stream.handle(), x, count, s), "scale");
+}
+
+void ModuleOps::swap_outer_axes(const Stream& stream, const float* x, int64_t A, int64_t B,
+                                int64_t C, float* out) const {
+  check_op(api_.swap_outer_axes(ordinal_, stream.handle(), x, A, B, C, out), "swap_outer_axes");
+}
+
 CudaDevice::CudaDevice(const ts_cuda_device_api& api, int32_t ordinal, std::string module_path)
     : api_(api), ordinal_(ordinal), module_path_(std::move(module_path)), ops_(api, ordinal) {
   int32_t count = 0;

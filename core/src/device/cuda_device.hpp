@@ -49,6 +49,13 @@ class ModuleOps final : public DeviceOps {
   void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
             int64_t rope_dim, const int32_t* positions, const float* inv_freq,
             bool inverse) const override;
+  void embed_f32(const Stream& stream, const float* table, int64_t width, const int32_t* ids,
+                 int64_t rows, int64_t copies, float* out) const override;
+  void linear_f32(const Stream& stream, const float* x, int64_t rows, int64_t in, const float* w,
+                  int64_t out, float* y) const override;
+  void scale(const Stream& stream, float* x, int64_t count, float s) const override;
+  void swap_outer_axes(const Stream& stream, const float* x, int64_t A, int64_t B, int64_t C,
+                       float* out) const override;
 
  private:
   const ts_cuda_device_api& api_;
@@ -65,6 +72,7 @@ class CudaDevice final : public Device {
   [[nodiscard]] DeviceKind kind() const override { return DeviceKind::kCuda; }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] bool emulated() const override { return api_.emulated != 0; }
+  [[nodiscard]] int32_t ordinal() const override { return ordinal_; }
   [[nodiscard]] uint64_t free_bytes() const override;
   [[nodiscard]] const ts_cuda_device_info& info() const { return info_; }
   [[nodiscard]] DeviceBuffer allocate(size_t bytes) override;

@@ -113,6 +113,7 @@ class Device {
   // "cpu", "cuda:0 NVIDIA H200 (sm_90, 139.8 GiB, 132 SMs)", "cuda:0 Tessera SIMT emulator ..."
   [[nodiscard]] virtual std::string describe() const = 0;
   [[nodiscard]] virtual bool emulated() const { return false; }
+  [[nodiscard]] virtual int32_t ordinal() const { return 0; }  // the CUDA device's number
   [[nodiscard]] virtual uint64_t free_bytes() const = 0;
 
   // Throws std::runtime_error naming the device and the size when it cannot.

@@ -30,9 +30,15 @@ class DeviceOps {
   // out[t, c, :] = widen(table[ids[t], :]) for c < copies; table [vocab, width] bf16.
   virtual void embed_bf16(const Stream& stream, const uint16_t* table, int64_t width,
                           const int32_t* ids, int64_t rows, int64_t copies, float* out) const = 0;
+  // The same from an fp32 table.
+  virtual void embed_f32(const Stream& stream, const float* table, int64_t width,
+                         const int32_t* ids, int64_t rows, int64_t copies, float* out) const = 0;
   // y[rows, out] = x[rows, in] . W^T; W [out, in] bf16.
   virtual void linear_bf16(const Stream& stream, const float* x, int64_t rows, int64_t in,
                            const uint16_t* w, int64_t out, float* y) const = 0;
+  // The same with W in fp32.
+  virtual void linear_f32(const Stream& stream, const float* x, int64_t rows, int64_t in,
+                          const float* w, int64_t out, float* y) const = 0;
   // y[rows, out] = x . W^T as DeepSeek-V4's FP8 layers (W8A8): W [out, in] e4m3 with w_scale
   // [ceil(out/128), ceil(in/128)] UE8M0; x quantised to e4m3 per 1x128 block with a power-of-two
   // scale (core/cuda/kernels/number_formats.cuh); fp32 sums per block, scaled by both scales.
@@ -89,6 +95,11 @@ class DeviceOps {
   virtual void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
                     int64_t rope_dim, const int32_t* positions, const float* inv_freq,
                     bool inverse) const = 0;
+  // x[i] *= s, i < count.
+  virtual void scale(const Stream& stream, float* x, int64_t count, float s) const = 0;
+  // out[b, a, c] = x[a, b, c]: x [A, B, C] to out [B, A, C]; out does not overlap x.
+  virtual void swap_outer_axes(const Stream& stream, const float* x, int64_t A, int64_t B,
+                               int64_t C, float* out) const = 0;
 };
 
 }  // namespace tessera::device

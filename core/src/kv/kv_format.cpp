@@ -5,7 +5,6 @@
 namespace tessera {
 
 namespace {
-constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
 }
 
 KvFormat::KvFormat(PluginInstance instance, int32_t main_dim, int32_t rope_dim, int32_t index_dim,
@@ -25,18 +24,18 @@ KvFormat::KvFormat(PluginInstance instance, int32_t main_dim, int32_t rope_dim, 
 }
 
 void KvFormat::store(const ts_kv_layout& layout, const float* rows, std::span<const int64_t> slots,
-                     uint8_t* pool) const {
+                     uint8_t* pool, ts_device device) const {
   if (slots.empty()) return;
   instance_.check(table_->store(instance_.get(), &layout, rows, static_cast<int64_t>(slots.size()),
-                                slots.data(), pool, kCpu),
+                                slots.data(), pool, device),
                   "store");
 }
 
 void KvFormat::load(const ts_kv_layout& layout, const uint8_t* pool, std::span<const int64_t> slots,
-                    float* rows) const {
+                    float* rows, ts_device device) const {
   if (slots.empty()) return;
   instance_.check(table_->load(instance_.get(), &layout, pool, slots.data(),
-                               static_cast<int64_t>(slots.size()), rows, kCpu),
+                               static_cast<int64_t>(slots.size()), rows, device),
                   "load");
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "device/plugin_device.hpp"
 #include "tessera/plugin_abi.h"
 #include "util/plugin_instance.hpp"
 
@@ -19,11 +20,12 @@ class KvFormat {
   const ts_kv_layout& indexer_layout() const { return indexer_; }
   const char* name() const { return instance_.name(); }
 
-  // rows [n, layout.dim] -> slots. Throws tessera::Error with the plugin's message.
+  // rows [n, layout.dim] -> slots. Throws tessera::Error with the plugin's message. For a CUDA
+  // `device` rows and pool are its memory and the work is enqueued on its stream (plugin_abi.h).
   void store(const ts_kv_layout& layout, const float* rows, std::span<const int64_t> slots,
-             uint8_t* pool) const;
+             uint8_t* pool, ts_device device = device::kHostPluginDevice) const;
   void load(const ts_kv_layout& layout, const uint8_t* pool, std::span<const int64_t> slots,
-            float* rows) const;
+            float* rows, ts_device device = device::kHostPluginDevice) const;
 
   // What an attention backend needs to read this format.
   ts_kv_reader reader() const;

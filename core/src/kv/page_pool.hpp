@@ -11,15 +11,26 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "util/huge_page_buffer.hpp"
 
 namespace tessera {
 
+// Page bytes held elsewhere (a device's memory): `data` has page_bytes * n_pages bytes and
+// outlives the pool; `copy` copies one page's bytes within it (a clone), ordered before any later
+// use of the destination (the rank's stream).
+struct PageStorage {
+  uint8_t* data = nullptr;
+  std::function<void(uint8_t* dst, const uint8_t* src, uint64_t bytes)> copy;
+};
+
 class PagePool {
  public:
+  // Page bytes in host memory owned by the pool.
   PagePool(uint64_t page_bytes, int32_t entries_per_page, int64_t n_pages);
+  PagePool(uint64_t page_bytes, int32_t entries_per_page, int64_t n_pages, PageStorage storage);
 
   // Returns a free page index (reference count 1, frontier 0), or -1 when the pool is exhausted.
   [[nodiscard]] int32_t allocate();
@@ -39,8 +50,8 @@ class PagePool {
     return refcount(page) > 1 && frontier(page) > entry;
   }
 
-  uint8_t* data() { return bytes_.data(); }
-  const uint8_t* data() const { return bytes_.data(); }
+  uint8_t* data() { return storage_.data != nullptr ? storage_.data : bytes_.data(); }
+  const uint8_t* data() const { return storage_.data != nullptr ? storage_.data : bytes_.data(); }
   int64_t total_pages() const { return n_pages_; }
   int64_t free_pages() const { return static_cast<int64_t>(free_.size()); }
   int32_t entries_per_page() const { return entries_per_page_; }
@@ -52,7 +63,8 @@ class PagePool {
   uint64_t page_bytes_;
   int32_t entries_per_page_;
   int64_t n_pages_;
-  HugePageBuffer bytes_;           // zero until written; 2 MiB pages where the kernel grants them
+  HugePageBuffer bytes_;  // zero until written; 2 MiB pages where the kernel grants them (host)
+  PageStorage storage_;   // or the bytes held elsewhere
   std::vector<int32_t> free_;      // stack of free pages
   std::vector<int32_t> refcount_;  // 0: free (double-free / foreign-page guard)
   std::vector<int32_t> frontier_;

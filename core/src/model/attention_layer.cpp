@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/attention_batch.hpp"
+#include "model/compressor_pass.hpp"
 #include "ops/compute_threads.hpp"
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
@@ -16,8 +18,6 @@
 namespace tessera::dsv4 {
 
 namespace {
-
-constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
 
 // Products of one input with several weights, computed together (ops::linear_group):
 // add(w) returns the product's row-major [rows, w.out] output, every value written by run() (not
@@ -57,65 +57,21 @@ CompressorInput add_compressor(Projections& p, const Compressor& w) {
   return {&kv, &gate};
 }
 
-// Feeds every token of the batch (its kv and gate projections in `input`) through a compressor;
-// each closed window's entry is normalised, rotated at its window start k*m and stored.
-// `is_indexer` picks the indexer cache and state. Sequences are independent (each has its own
-// state), so their tokens are pushed in parallel, one sequence per item, tokens in order; the
-// entries are then given cache slots and stored on this thread in batch order (the page pools are
-// not thread-safe), so pages and bytes are the same as a serial run's.
+// Feeds every token of the batch through a compressor (model/compressor_pass.hpp) and stores the
+// closed windows' entries in the main or indexer cache.
 void run_compressor(const AttentionContext& ctx, int64_t layer, const Compressor& w,
                     const ops::RopeTable& rope, const ForwardBatch& batch,
                     const std::vector<int64_t>& positions, const CompressorInput& input,
                     bool is_indexer) {
-  const int64_t m = ctx.config.compress_ratio(layer);
-  const UninitializedVector<float>& kv = *input.kv;
-  UninitializedVector<float>& gate = *input.gate;
-  const int64_t width = w.wkv.shape[0];
-  const int64_t dim = w.norm.shape[0];
-  const auto n_chunks = static_cast<int64_t>(batch.chunks.size());
-  std::vector<int64_t> first_row(static_cast<size_t>(n_chunks));
-  for (int64_t c = 0, row = 0; c < n_chunks; ++c) {
-    first_row[static_cast<size_t>(c)] = row;
-    row += static_cast<int64_t>(batch.chunks[static_cast<size_t>(c)].tokens.size());
-  }
-  // entries[c]: chunk c's closed windows (window index k, normalised and rotated entry).
-  std::vector<std::vector<std::pair<int64_t, std::vector<float>>>> entries(
-      static_cast<size_t>(n_chunks));
-  ops::parallel_for(n_chunks, ops::compute_threads(), [&](int64_t c) {
-    const SequenceChunk& chunk = batch.chunks[static_cast<size_t>(c)];
-    CompressorState& state =
-        is_indexer ? chunk.kv->index_compressor(layer) : chunk.kv->compressor(layer);
-    int64_t row = first_row[static_cast<size_t>(c)];
-    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
-      const int64_t p = positions[row];
-      float* g = gate.data() + row * width;
-      const float* ape = w.ape.ptr() + (p % m) * width;
-      for (int64_t j = 0; j < width; ++j) {
-        g[j] += ape[j];
-      }
-      auto entry = state.push(p, kv.data() + row * width, g);
-      chunk.kv->compressor_pushed(layer, is_indexer, p + 1);  // prefix-cache snapshots
-      if (!entry) {
-        continue;
-      }
-      ops::rms_norm(entry->data(), 1, dim, w.norm.ptr(),
-                    static_cast<float>(ctx.config.rms_norm_eps));
-      const int64_t k = p / m;
-      rope.apply(entry->data(), 1, dim, k * m);
-      entries[static_cast<size_t>(c)].emplace_back(k, std::move(*entry));
-    }
-  });
+  const CompressorHostWeights host{w.ape.ptr(), w.norm.ptr(), w.wkv.shape[0], w.norm.shape[0]};
+  const CompressedEntries entries =
+      compress_tokens(ctx.config, layer, host, rope, batch, positions, input.kv->data(),
+                      input.gate->data(), is_indexer);
+  if (entries.slots.empty()) return;
   const ts_kv_layout& layout =
       is_indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
-  uint8_t* pool = is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data();
-  for (int64_t c = 0; c < n_chunks; ++c) {
-    SequenceKv& kv_cache = *batch.chunks[static_cast<size_t>(c)].kv;
-    for (auto& [k, entry] : entries[static_cast<size_t>(c)]) {
-      const int64_t slot = is_indexer ? kv_cache.indexer_slot(layer, k)  // allocated with main
-                                      : kv_cache.append_compressed(layer);
-      ctx.kv_format.store(layout, entry.data(), std::span<const int64_t>(&slot, 1), pool);
-    }
-  }
+  ctx.kv_format.store(layout, entries.rows.data(), entries.slots,
+                      is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data());
 }
 
 }  // namespace
@@ -210,52 +166,10 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
     });
   }
 
-  // Describe every sequence's cache to the backend.
-  std::vector<ts_attention_sequence> seqs;
-  std::vector<std::vector<int64_t>> window_slots, comp_slots, idx_slots;
-  seqs.reserve(batch.chunks.size());
-  for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks) {
-    const auto n = static_cast<int64_t>(chunk.tokens.size());
-    ts_attention_sequence s{};
-    s.query_offset = static_cast<int32_t>(row);
-    s.n_queries = static_cast<int32_t>(n);
-    s.first_position = positions[row];
-    s.window_first_position = chunk.kv->window_first_position(layer);
-    chunk.kv->append_window_slots(layer, s.window_first_position, s.first_position + n - 1,
-                                  window_slots.emplace_back());
-    auto& cs = comp_slots.emplace_back();
-    auto& is = idx_slots.emplace_back();
-    s.n_compressed = m > 0 ? chunk.kv->n_compressed(layer) : 0;
-    if (m > 0) {
-      chunk.kv->append_compressed_slots(layer, cs, m == 4 ? &is : nullptr);
-    }
-    seqs.push_back(s);
-    row += n;
-  }
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    seqs[i].window_slots = window_slots[i].data();
-    seqs[i].compressed_slots = comp_slots[i].data();
-    seqs[i].indexer_slots = idx_slots[i].data();
-  }
-
-  ts_attention_layer desc{};
-  desc.struct_size = sizeof desc;
-  desc.n_heads = static_cast<int32_t>(H);
-  desc.head_dim = static_cast<int32_t>(Dh);
-  desc.rope_dim = static_cast<int32_t>(cfg.rope_dim);
-  desc.window = static_cast<int32_t>(cfg.window);
-  desc.compress_ratio = static_cast<int32_t>(m);
-  desc.index_n_heads = static_cast<int32_t>(cfg.index_n_heads);
-  desc.index_head_dim = static_cast<int32_t>(cfg.index_head_dim);
-  desc.index_topk = static_cast<int32_t>(cfg.index_topk);
-  desc.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
-  desc.attn_sink = w.attn_sink.ptr();
-  ts_attention_batch tb{sizeof(ts_attention_batch), static_cast<int32_t>(seqs.size()),
-                        static_cast<int32_t>(T), seqs.data()};
-
+  const AttentionBatch described(cfg, layer, H, w.attn_sink.ptr(), batch, positions);
   const auto& table = ctx.backend.table<ts_attention_table>();
   size_t ws_bytes = 0;
-  ctx.backend.check(table.plan(ctx.backend.get(), &desc, &tb, &ws_bytes), "plan");
+  ctx.backend.check(table.plan(ctx.backend.get(), &described.layer(), &described.batch(), &ws_bytes), "plan");
   if (ctx.workspace.size() < ws_bytes) ctx.workspace.resize(ws_bytes);
   UninitializedVector<float> o(static_cast<size_t>(T * H * Dh));  // run() writes every value
   ts_attention_inputs in{};
@@ -269,8 +183,8 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   ts_attention_outputs result{};
   result.struct_size = sizeof result;
   result.out = o.data();
-  ctx.backend.check(table.run(ctx.backend.get(), &desc, &tb, &in, &result, ctx.workspace.data(),
-                              ctx.workspace.size(), kCpu),
+  ctx.backend.check(table.run(ctx.backend.get(), &described.layer(), &described.batch(), &in, &result, ctx.workspace.data(),
+                              ctx.workspace.size(), device::kHostPluginDevice),
                     "run");
   stats.indexer_entries_scored += result.entries_scored;
 

@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "device/device.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/memory_planner.hpp"
 #include "kv/sequence_kv.hpp"
@@ -20,13 +21,17 @@ struct RankKv {
   std::unique_ptr<KvFormat> format;
   PluginInstance attention;
   KvPlan plan;
+  device::DeviceBuffer main_bytes, indexer_bytes;  // the pools' pages on a CUDA device
   std::unique_ptr<KvPools> pools;
 };
 
-// Creates options.kv_plugin and options.attention_plugin (on the CPU) through `registry` and
-// splits options.memory_gib between the pools for sequences of options.max_context tokens (0: the
-// model's max_position_embeddings).
+// Creates options.kv_plugin and options.attention_plugin through `registry` and splits
+// options.memory_gib between the pools for sequences of options.max_context tokens (0: the
+// model's max_position_embeddings). Without a device (or with the cpu one) the plugins run on the
+// host and the pools' pages are host memory; with a CUDA device the plugins are created for it and
+// `stream`, and the pages are its memory (zeroed; copy-on-write copies on `stream`).
 RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
-                      const dsv4::ModelConfig& config);
+                      const dsv4::ModelConfig& config, device::Device* device = nullptr,
+                      const device::Stream* stream = nullptr);
 
 }  // namespace tessera

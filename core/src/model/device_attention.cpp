@@ -1,0 +1,140 @@
+// The attention block of the device forward (model/attention_layer.hpp has the host one and the
+// algorithm): projections, norms and RoPE on the device; kv stored by the kv format on the
+// device; the compressors on the host (their state is host memory: the two projections come to
+// the host, the closed windows' entries go back); the attention plugin run on the device; inverse
+// RoPE and the grouped output projection on the device.
+#include <cmath>
+#include <vector>
+
+#include "device/plugin_device.hpp"
+#include "model/attention_batch.hpp"
+#include "model/compressor_pass.hpp"
+#include "model/device_forward_context.hpp"
+
+namespace tessera::dsv4 {
+namespace {
+
+// kv and gate projections of x to the host, through the compressor, the entries back and stored.
+void run_compressor(const DeviceForwardContext& ctx, int64_t layer, const DeviceCompressor& w,
+                    const ops::RopeTable& rope, const float* x, bool is_indexer) {
+  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t width = w.wkv.out;
+  const std::string tag = is_indexer ? "attn.index_compressor." : "attn.compressor.";
+  float* kv = ctx.scratch.get<float>(tag + "kv", T * width);
+  float* gate = ctx.scratch.get<float>(tag + "gate", T * width);
+  linear(ctx.ops, ctx.stream, x, T, w.wkv, kv);
+  linear(ctx.ops, ctx.stream, x, T, w.wgate, gate);
+  std::vector<float> kv_host(static_cast<size_t>(T * width)), gate_host(kv_host.size());
+  const size_t bytes = kv_host.size() * sizeof(float);
+  ctx.device.copy(kv_host.data(), kv, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
+  ctx.device.copy(gate_host.data(), gate, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
+  ctx.device.synchronize(ctx.stream);
+  const CompressedEntries entries =
+      compress_tokens(ctx.config, layer, w.host(), rope, ctx.batch, ctx.positions,
+                      kv_host.data(), gate_host.data(), is_indexer);
+  if (entries.slots.empty()) return;
+  float* rows = ctx.scratch.get<float>(tag + "entries", static_cast<int64_t>(entries.rows.size()));
+  ctx.device.copy(rows, entries.rows.data(), entries.rows.size() * sizeof(float),
+                  device::CopyKind::kHostToDevice, ctx.stream);
+  const ts_kv_layout& layout =
+      is_indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
+  ctx.kv_format.store(layout, rows, entries.slots,
+                      is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data(),
+                      device::plugin_device(ctx.device, ctx.stream));
+}
+
+}  // namespace
+
+void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
+                              const DeviceAttentionWeights& w, const ops::RopeTable& rope,
+                              const float* inv_freq, const float* x, float* out,
+                              ForwardStats& stats) {
+  const ModelConfig& cfg = ctx.config;
+  const device::DeviceOps& ops = ctx.ops;
+  const device::Stream& s = ctx.stream;
+  device::Scratch& sc = ctx.scratch;
+  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, m = cfg.compress_ratio(layer);
+  const int64_t rope_dim = cfg.rope_dim, Q = w.wq_a.out;
+  const auto eps = static_cast<float>(cfg.rms_norm_eps);
+  const ts_device plugin_device = device::plugin_device(ctx.device, s);
+
+  float* q_lat = sc.get<float>("attn.q_lat", T * Q);  // [T, q_lora_rank]
+  float* kv = sc.get<float>("attn.kv", T * Dh);       // [T, Dh]
+  float* q = sc.get<float>("attn.q", T * H * Dh);     // [T, H, Dh]
+  linear(ops, s, x, T, w.wq_a, q_lat);
+  linear(ops, s, x, T, w.wkv, kv);
+  rms_norm(ops, s, q_lat, T, Q, w.q_norm, eps);
+  linear(ops, s, q_lat, T, w.wq_b, q);
+  ops.rms_norm(s, q, T * H, Dh, nullptr, eps);
+  rms_norm(ops, s, kv, T, Dh, w.kv_norm, eps);
+  ops.rope(s, q, T, H, Dh, rope_dim, ctx.positions_dev, inv_freq, false);
+  ops.rope(s, kv, T, 1, Dh, rope_dim, ctx.positions_dev, inv_freq, false);
+
+  // The new tokens' kv into the window cache before attention (each query sees itself).
+  std::vector<int64_t> slots(static_cast<size_t>(T));
+  for (int64_t row = 0; const SequenceChunk& chunk : ctx.batch.chunks) {
+    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
+      slots[row] = chunk.kv->write_window_slot(layer, ctx.positions[row]);
+    }
+  }
+  ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(),
+                      plugin_device);
+  if (m > 0) run_compressor(ctx, layer, *w.compressor, rope, x, false);  // main first
+  if (m == 4) run_compressor(ctx, layer, *w.index_compressor, rope, x, true);
+
+  float *index_q = nullptr, *index_w = nullptr;
+  if (m == 4) {
+    const int64_t IH = cfg.index_n_heads, ID = cfg.index_head_dim;
+    const int64_t weights_per_token = w.index_weights_proj.out;
+    index_q = sc.get<float>("attn.index_q", T * IH * ID);            // [T, IH, ID], no norm
+    index_w = sc.get<float>("attn.index_w", T * weights_per_token);  // [T, IH]
+    linear(ops, s, q_lat, T, w.index_wq_b, index_q);
+    linear(ops, s, x, T, w.index_weights_proj, index_w);
+    ops.rope(s, index_q, T, IH, ID, rope_dim, ctx.positions_dev, inv_freq, false);
+    // nI^-0.5 on the head weights and index_head_dim^-0.5 on the score (TRANSFORMERS_NOTES §F)
+    const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(IH)) /
+                                          std::sqrt(static_cast<double>(ID)));
+    ops.scale(s, index_w, T * weights_per_token, scale);
+  }
+
+  const AttentionBatch described(cfg, layer, H, w.attn_sink, ctx.batch, ctx.positions);
+  const auto& table = ctx.attention.table<ts_attention_table>();
+  size_t ws_bytes = 0;
+  ctx.attention.check(
+      table.plan(ctx.attention.get(), &described.layer(), &described.batch(), &ws_bytes), "plan");
+  void* workspace = sc.bytes("attn.workspace", ws_bytes);
+  float* o = sc.get<float>("attn.o", T * H * Dh);  // run() writes every value
+  ts_attention_inputs in{};
+  in.struct_size = sizeof in;
+  in.q = q;
+  in.index_q = index_q;
+  in.index_w = index_w;
+  in.kv_pool = ctx.pools.main.data();
+  in.index_pool = ctx.pools.indexer.data();
+  in.kv = ctx.kv_format.reader();
+  ts_attention_outputs result{};
+  result.struct_size = sizeof result;
+  result.out = o;
+  ctx.attention.check(table.run(ctx.attention.get(), &described.layer(), &described.batch(), &in,
+                                &result, workspace, ws_bytes, plugin_device),
+                      "run");
+  stats.indexer_entries_scored += result.entries_scored;
+
+  // Grouped low-rank output: group g = heads [g*H/G, (g+1)*H/G), wo_a rows [g*OL, (g+1)*OL).
+  // o rotated back, copied group-major [G, T, in_g]; each group's product into z_groups
+  // [G, T, OL]; back to token-major z [T, G*OL]; then wo_b.
+  const int64_t OL = cfg.o_lora_rank, G = w.wo_a.out / OL, in_g = H / G * Dh;
+  ops.rope(s, o, T, H, Dh, rope_dim, ctx.positions_dev, inv_freq, true);
+  float* by_group = sc.get<float>("attn.by_group", T * H * Dh);
+  float* z_groups = sc.get<float>("attn.z_groups", G * T * OL);
+  float* z = sc.get<float>("attn.z", T * G * OL);
+  ops.swap_outer_axes(s, o, T, G, in_g, by_group);
+  for (int64_t g = 0; g < G; ++g) {
+    linear(ops, s, by_group + g * T * in_g, T, w.wo_a.rows(g * OL, OL), z_groups + g * T * OL);
+  }
+  ops.swap_outer_axes(s, z_groups, G, T, OL, z);
+  linear(ops, s, z, T, w.wo_b, out);
+}
+
+}  // namespace tessera::dsv4

@@ -1,0 +1,48 @@
+// What the device forward's blocks share during one step (model/device_model.hpp): the device,
+// its stream and ops, the step's scratch buffers, the cache (format, pools in the device's memory)
+// and the attention plugin, and the step's positions on both sides.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "device/device.hpp"
+#include "device/device_ops.hpp"
+#include "device/scratch.hpp"
+#include "kv/kv_format.hpp"
+#include "kv/sequence_kv.hpp"
+#include "model/device_weight_views.hpp"
+#include "model/forward_batch.hpp"
+#include "ops/rope.hpp"
+#include "util/plugin_instance.hpp"
+#include "weights/dsv4_config.hpp"
+
+namespace tessera::dsv4 {
+
+struct DeviceForwardContext {
+  const ModelConfig& config;
+  device::Device& device;
+  const device::Stream& stream;
+  const device::DeviceOps& ops;
+  device::Scratch& scratch;
+  const KvFormat& kv_format;
+  KvPools& pools;  // page bytes in the device's memory
+  const PluginInstance& attention;
+  const ForwardBatch& batch;
+  const std::vector<int64_t>& positions;  // [T] host
+  const int32_t* positions_dev;           // [T] the device's copy
+  const int32_t* ids_dev;                 // [T] token ids on the device
+};
+
+// x: [T, D] normalised block input; out: [T, D]; both device memory. rope: the layer's
+// frequencies (host) and inv_freq: their device copy.
+void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
+                              const DeviceAttentionWeights& w, const ops::RopeTable& rope,
+                              const float* inv_freq, const float* x, float* out,
+                              ForwardStats& stats);
+
+// x: [T, D] (post ffn_norm) -> out [T, D], device memory.
+void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const DeviceMoeWeights& w,
+                        const float* x, float* out);
+
+}  // namespace tessera::dsv4

@@ -1,0 +1,165 @@
+#include "model/device_model.hpp"
+
+#include "model/device_forward_context.hpp"
+#include "tessera/plugin_abi.h"
+#include "util/check.hpp"
+
+namespace tessera::dsv4 {
+namespace {
+
+// The mHC coefficients of one site for the step's streams [T, n, D] (ops/hyper_mix.hpp).
+struct HcCoefficients {
+  float* pre;
+  float* post;
+  float* comb;
+};
+
+HcCoefficients hc_coefficients(const DeviceForwardContext& ctx, const DeviceHyperConnection& site,
+                               const float* streams, int64_t T) {
+  const ModelConfig& c = ctx.config;
+  const int64_t n = c.hc_mult, width = n * c.hidden_size;
+  float* mix = ctx.scratch.get<float>("hc.mix", T * site.rows);
+  HcCoefficients out{ctx.scratch.get<float>("hc.pre", T * n),
+                     ctx.scratch.get<float>("hc.post", T * n),
+                     ctx.scratch.get<float>("hc.comb", T * n * n)};
+  ctx.ops.hc_mix_logits(ctx.stream, streams, T, width, site.fn, site.rows,
+                        static_cast<float>(c.rms_norm_eps), mix);
+  const ops::HcSite coefficients{site.scale, site.base, n, c.hc_sinkhorn_iters,
+                                 static_cast<float>(c.hc_eps)};
+  ctx.ops.hc_coefficients(ctx.stream, coefficients, mix, T, out.pre, out.post, out.comb);
+  return out;
+}
+
+}  // namespace
+
+DeviceModel::DeviceModel(const ModelConfig& config, const DeviceModelView& weights,
+                         device::Device& device, const device::Stream& stream,
+                         const KvFormat& kv_format, const PluginInstance& attention,
+                         KvPools& pools)
+    : config_(config),
+      weights_(weights),
+      device_(device),
+      stream_(stream),
+      kv_format_(kv_format),
+      attention_(attention),
+      pools_(pools),
+      scratch_(device, stream) {
+  TS_CHECK_EQ(static_cast<int64_t>(weights.layers.size()), config.num_layers,
+              "layers of the device weights");
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    const ops::RopeTable& table = rope_.emplace_back(ops::RopeTable::for_layer(config, l));
+    const std::vector<float>& f = table.inv_freq();
+    device::DeviceBuffer& b = inv_freq_.emplace_back(device.allocate(f.size() * sizeof(float)));
+    device.copy(b.data(), f.data(), f.size() * sizeof(float), device::CopyKind::kHostToDevice,
+                stream);
+  }
+}
+
+Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
+  const int64_t T = batch.total_tokens();
+  const int64_t D = config_.hidden_size, n = config_.hc_mult, V = config_.vocab_size;
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  const device::DeviceOps& ops = device_.ops();
+  TS_CHECK(T > 0, "forward: empty batch");
+  std::vector<int64_t> positions;
+  std::vector<int32_t> ids, positions32;
+  for (const SequenceChunk& c : batch.chunks) {
+    for (size_t i = 0; i < c.tokens.size(); ++i) {
+      TS_CHECK(c.tokens[i] >= 0 && c.tokens[i] < V, "token id {} outside the vocabulary ({})",
+               c.tokens[i], V);
+      positions.push_back(c.kv->length() + static_cast<int64_t>(i));
+      positions32.push_back(static_cast<int32_t>(positions.back()));
+      ids.push_back(c.tokens[i]);
+    }
+  }
+  auto* ids_dev = scratch_.get<int32_t>("step.ids", T);
+  auto* positions_dev = scratch_.get<int32_t>("step.positions", T);
+  device_.copy(ids_dev, ids.data(), ids.size() * sizeof(int32_t), device::CopyKind::kHostToDevice,
+               stream_);
+  device_.copy(positions_dev, positions32.data(), positions32.size() * sizeof(int32_t),
+               device::CopyKind::kHostToDevice, stream_);
+
+  ForwardStats local;
+  ForwardStats& st = stats ? *stats : local;
+  const DeviceForwardContext ctx{config_, device_, stream_, ops,      scratch_,      kv_format_,
+                                 pools_,  attention_, batch, positions, positions_dev, ids_dev};
+  // Streams [T, n, D]: the embedding copied into every stream.
+  float* streams = scratch_.get<float>("step.streams", T * n * D);
+  float* x = scratch_.get<float>("step.x", T * D);
+  float* block_out = scratch_.get<float>("step.block_out", T * D);
+  if (weights_.embed.bf16) {
+    ops.embed_bf16(stream_, static_cast<const uint16_t*>(weights_.embed.data), D, ids_dev, T, n,
+                   streams);
+  } else {
+    ops.embed_f32(stream_, static_cast<const float*>(weights_.embed.data), D, ids_dev, T, n,
+                  streams);
+  }
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const DeviceLayerWeights& layer = weights_.layers[static_cast<size_t>(l)];
+    HcCoefficients hc = hc_coefficients(ctx, layer.hc_attn, streams, T);
+    ops.hc_pre_mix(stream_, hc.pre, streams, T, n, D, x);
+    rms_norm(ops, stream_, x, T, D, layer.attn_norm, eps);
+    device_attention_forward(ctx, l, layer.attn, rope_[static_cast<size_t>(l)],
+                             inv_freq_[static_cast<size_t>(l)].as<float>(), x, block_out, st);
+    ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
+
+    hc = hc_coefficients(ctx, layer.hc_ffn, streams, T);
+    ops.hc_pre_mix(stream_, hc.pre, streams, T, n, D, x);
+    rms_norm(ops, stream_, x, T, D, layer.ffn_norm, eps);
+    device_moe_forward(ctx, l, layer.ffn, x, block_out);
+    ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
+    if (st.capture_streams) {
+      std::vector<float>& kept = st.layer_streams.emplace_back(static_cast<size_t>(T * n * D));
+      device_.copy(kept.data(), streams, kept.size() * sizeof(float),
+                   device::CopyKind::kDeviceToHost, stream_);
+      device_.synchronize(stream_);
+    }
+  }
+  for (const SequenceChunk& c : batch.chunks) c.kv->advance(static_cast<int64_t>(c.tokens.size()));
+
+  // Only the rows that need logits go through hc_head, the norm and the vocabulary head.
+  std::vector<int64_t> rows;
+  Logits logits;
+  logits.vocab = V;
+  for (int64_t row = 0; const SequenceChunk& c : batch.chunks) {
+    const auto len = static_cast<int64_t>(c.tokens.size());
+    logits.chunk_rows.push_back(static_cast<int64_t>(rows.size()));
+    if (c.all_logits) {
+      for (int64_t i = 0; i < len; ++i) rows.push_back(row + i);
+    } else {
+      rows.push_back(row + len - 1);
+    }
+    row += len;
+  }
+  const auto R = static_cast<int64_t>(rows.size());
+  auto* rows_dev = scratch_.get<int64_t>("head.rows", R);
+  device_.copy(rows_dev, rows.data(), rows.size() * sizeof(int64_t),
+               device::CopyKind::kHostToDevice, stream_);
+  float* picked = scratch_.get<float>("head.streams", R * n * D);
+  float* mix = scratch_.get<float>("head.mix", R * n);
+  float* y = scratch_.get<float>("head.y", R * D);
+  float* values = scratch_.get<float>("head.logits", R * V);
+  const int64_t groups = TS_LOGIT_GROUP_COUNT(V);
+  auto* scans = scratch_.get<ops::RowScan>("head.scans", R);
+  auto* group_max = scratch_.get<float>("head.group_max", R * groups);
+  ops.gather_rows(stream_, streams, rows_dev, R, n * D, picked);
+  ops.hc_mix_logits(stream_, picked, R, n * D, weights_.hc_head.fn, n, eps, mix);
+  ops.hc_head_mix(stream_, mix, weights_.hc_head.scale, weights_.hc_head.base,
+                  static_cast<float>(config_.hc_eps), picked, R, n, D, y);
+  rms_norm(ops, stream_, y, R, D, weights_.norm, eps);
+  linear(ops, stream_, y, R, weights_.head, values);
+  ops.scan_rows(stream_, values, R, V, scans, group_max);
+  logits.values.resize(static_cast<size_t>(R * V));
+  logits.scans.resize(static_cast<size_t>(R));
+  logits.group_max.resize(static_cast<size_t>(R * groups));
+  device_.copy(logits.values.data(), values, logits.values.size() * sizeof(float),
+               device::CopyKind::kDeviceToHost, stream_);
+  device_.copy(logits.scans.data(), scans, logits.scans.size() * sizeof(ops::RowScan),
+               device::CopyKind::kDeviceToHost, stream_);
+  device_.copy(logits.group_max.data(), group_max, logits.group_max.size() * sizeof(float),
+               device::CopyKind::kDeviceToHost, stream_);
+  device_.synchronize(stream_);
+  return logits;
+}
+
+}  // namespace tessera::dsv4

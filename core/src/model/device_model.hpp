@@ -1,0 +1,58 @@
+// The DeepSeek-V4 forward on a device of the device layer (docs/cuda.md): the same steps as the
+// host forward (model/dsv4_model.hpp) in the same order, each an op of DeviceOps on the device's
+// memory — weights as the checkpoint stores them (device_weight_views.hpp), cache pages in the
+// device's memory, attention and the kv format through their plugins on the device. Works on every
+// backend: the cpu one (host memory, the oracle's ops), cuda and emulated. Single rank.
+//
+// What still runs on the host, with a synchronisation each: the compressors' state (two
+// projections per compressor come to the host, the closed windows' entries go back) and the MoE's
+// grouping of rows by expert (the picked experts come to the host). Logits come back to the host
+// with their row scans.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "device/device.hpp"
+#include "device/scratch.hpp"
+#include "kv/kv_format.hpp"
+#include "kv/sequence_kv.hpp"
+#include "model/device_weight_views.hpp"
+#include "model/forward_batch.hpp"
+#include "ops/logits.hpp"
+#include "ops/rope.hpp"
+#include "util/plugin_instance.hpp"
+#include "weights/dsv4_config.hpp"
+
+namespace tessera::dsv4 {
+
+class DeviceModel {
+ public:
+  // Every argument must outlive the model. `attention` and `kv_format` were created for `device`;
+  // `pools` hold their page bytes in its memory.
+  DeviceModel(const ModelConfig& config, const DeviceModelView& weights, device::Device& device,
+              const device::Stream& stream, const KvFormat& kv_format,
+              const PluginInstance& attention, KvPools& pools);
+
+  // As Model::forward: one step, every chunk's tokens appended to its SequenceKv; logits (host
+  // memory) for the last token of each chunk, or all of its tokens when chunk.all_logits.
+  Logits forward(const ForwardBatch& batch, ForwardStats* stats = nullptr);
+
+  const ModelConfig& config() const { return config_; }
+  // Device bytes of the step buffers (activations, workspaces) now held.
+  [[nodiscard]] size_t scratch_bytes() const { return scratch_.total_bytes(); }
+
+ private:
+  const ModelConfig& config_;
+  const DeviceModelView& weights_;
+  device::Device& device_;
+  const device::Stream& stream_;
+  const KvFormat& kv_format_;
+  const PluginInstance& attention_;
+  KvPools& pools_;
+  device::Scratch scratch_;
+  std::vector<ops::RopeTable> rope_;         // per layer (host: the compressors)
+  std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the device's copy
+};
+
+}  // namespace tessera::dsv4
