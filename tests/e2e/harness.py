@@ -64,7 +64,7 @@ class Server:
 
     def __init__(self, sampler="standard", frontend=None, limits=None, scheduler=None,
                  max_context=256, defaults=None, args=(), env=None, scripted=False,
-                 extra_toml=""):
+                 extra_toml="", cuda_module=None):
         self.dir = tempfile.mkdtemp(prefix="server-", dir=self._work())
         self.port_file = os.path.join(self.dir, "port")
         self.log_path = os.path.join(self.dir, "serve.log")
@@ -81,7 +81,9 @@ class Server:
         dflt.update(defaults or {})
         lines = [
             "[model]", f"path = {toml_value(MODEL)}", f"max_context = {max_context}", "",
-            "[executor]", 'device = "cpu"', "threads = 1", "",
+            "[executor]"] + (
+                ['device = "cuda"', f"cuda_module = {toml_value(cuda_module)}"] if cuda_module
+                else ['device = "cpu"']) + ["threads = 1", "",
             "[kv_cache]", 'plugin = "bf16"', "page_size = 16", "memory_gib = 0.02", "",
             "[attention]", 'plugin = "reference"', "",
             "[sampler]", f"plugin = {toml_value('scripted' if scripted else sampler)}", "",

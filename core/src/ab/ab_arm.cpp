@@ -103,7 +103,8 @@ ArmPair make_arm_pair(Config config_a, Config config_b,
   ArmPair pair;
   pair.a = make_arm("A", std::move(config_a), extra_plugin_dirs, nullptr);
   pair.b = make_arm("B", std::move(config_b), extra_plugin_dirs, &pair.a);
-  pair.shared_weights = pair.a.runtime->weights() == pair.b.runtime->weights();
+  pair.shared_weights = pair.a.runtime->weights() != nullptr &&
+                        pair.a.runtime->weights() == pair.b.runtime->weights();
   const int64_t va = pair.a.runtime->model_config().vocab_size;
   const int64_t vb = pair.b.runtime->model_config().vocab_size;
   TS_CHECK(va == vb,

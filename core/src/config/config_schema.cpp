@@ -124,6 +124,12 @@ const std::vector<KeySpec>& keys() {
       // [executor]
       choice("executor", "device", TS_CONFIG_FIELD(executor.device), "cpu", {"cpu", "cuda"},
              "\"cpu\" runs every rank on host threads; \"cuda\" puts rank i on GPU i."),
+      text("executor", "cuda_module", TS_CONFIG_FIELD(executor.cuda_module),
+           std::string_view("native"),
+           "The CUDA device module for device = \"cuda\": \"native\" (the GPU's, "
+           "libtessera_cuda.so), \"emulated\" (the SIMT emulator on the CPU, "
+           "libtessera_cuda_emulated.so: every kernel on a machine without a GPU, slowly) or the "
+           "path of a module file (docs/cuda.md)."),
       integer("executor", "tensor_parallel", TS_CONFIG_FIELD(executor.tensor_parallel), 1, {1, 8},
               "Number of ranks (one per GPU, or CPU ranks in one process)."),
       integer("executor", "threads", TS_CONFIG_FIELD(executor.threads), 0, {0, 1024},

@@ -25,6 +25,11 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
     ops::set_compute_threads(std::max(1, total / tensor_parallel));
   }
 
+  if (runtime.on_device()) {  // one rank: the runtime's device forward (options refuse more)
+    TS_CHECK_EQ(tensor_parallel, 1, "ranks of a device runtime");
+    ranks_.push_back(std::make_unique<Rank>(config, runtime.model(), runtime.pools()));
+    return;
+  }
   if (tensor_parallel == 1) {
     shards_.push_back(runtime.weights());
     ranks_.push_back(std::make_unique<Rank>(config, *runtime.weights(), runtime.kv_format(),

@@ -7,7 +7,14 @@ namespace tessera {
 Rank::Rank(const dsv4::ModelConfig& config, const dsv4::ModelWeights& weights,
            const KvFormat& kv_format, const PluginInstance& attention, KvPools& pools,
            Communicator* comm)
-    : config_(config), pools_(pools), model_(config, weights, kv_format, attention, pools, comm) {}
+    : config_(config),
+      pools_(pools),
+      host_model_(
+          std::make_unique<dsv4::Model>(config, weights, kv_format, attention, pools, comm)),
+      model_(host_model_.get()) {}
+
+Rank::Rank(const dsv4::ModelConfig& config, dsv4::ForwardModel& model, KvPools& pools)
+    : config_(config), pools_(pools), model_(&model) {}
 
 void Rank::apply(const CacheOp& op) {
   switch (op.kind) {
@@ -82,7 +89,7 @@ dsv4::Logits Rank::forward(const std::vector<PlannedChunk>& chunks) {
     for (const SnapshotPoint& s : c.snapshots) it->second->request_snapshot(s.length);
     batch.chunks.push_back({it->second.get(), std::span<const int32_t>(c.tokens), false});
   }
-  dsv4::Logits logits = model_.forward(batch);
+  dsv4::Logits logits = model_->forward(batch);
   for (size_t i = 0; i < chunks.size(); ++i) {
     if (chunks[i].snapshots.empty()) continue;
     std::vector<PrefixSnapshot> made = batch.chunks[i].kv->take_snapshots();

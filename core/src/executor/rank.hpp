@@ -15,6 +15,7 @@
 #include "kv/prefix_snapshot.hpp"
 #include "kv/sequence_kv.hpp"
 #include "model/dsv4_model.hpp"
+#include "model/forward_model.hpp"
 
 namespace tessera {
 
@@ -24,6 +25,8 @@ class Rank {
   Rank(const dsv4::ModelConfig& config, const dsv4::ModelWeights& weights,
        const KvFormat& kv_format, const PluginInstance& attention, KvPools& pools,
        Communicator* comm);
+  // A rank that runs `model` (not owned; the runtime's device forward), its pages in `pools`.
+  Rank(const dsv4::ModelConfig& config, dsv4::ForwardModel& model, KvPools& pools);
 
   void apply(const CacheOp& op);
   // Runs the chunks (their sequences must exist), stores the snapshots they ask for.
@@ -38,13 +41,19 @@ class Rank {
   // sequence does, and evicting the snapshots would free them (reclaimable, not in use).
   int64_t main_pages_held_by_snapshots_only() const;
   const KvPools& pools() const { return pools_; }
-  void set_bf16_activations(bool on) { model_.set_bf16_activations(on); }
-  void set_reduction_parts(int parts) { model_.set_reduction_parts(parts); }
+  // The host forward's options (no effect on a device forward).
+  void set_bf16_activations(bool on) {
+    if (host_model_) host_model_->set_bf16_activations(on);
+  }
+  void set_reduction_parts(int parts) {
+    if (host_model_) host_model_->set_reduction_parts(parts);
+  }
 
  private:
   const dsv4::ModelConfig& config_;
   KvPools& pools_;
-  dsv4::Model model_;
+  std::unique_ptr<dsv4::Model> host_model_;  // the host forward on its shard, when it owns one
+  dsv4::ForwardModel* model_;                // host_model_, or the device forward it was given
   std::unordered_map<uint64_t, std::unique_ptr<SequenceKv>> sequences_;
   // Freed sequences' objects, reset, for the next kCreate: building one (a page list and two
   // compressor windows per layer) and destroying it took ~7k and ~6k cycles on the 50m preset.

@@ -19,6 +19,7 @@
 #include "kv/sequence_kv.hpp"
 #include "model/device_weight_views.hpp"
 #include "model/forward_batch.hpp"
+#include "model/forward_model.hpp"
 #include "ops/logits.hpp"
 #include "ops/rope.hpp"
 #include "util/plugin_instance.hpp"
@@ -26,7 +27,7 @@
 
 namespace tessera::dsv4 {
 
-class DeviceModel {
+class DeviceModel final : public ForwardModel {
  public:
   // Every argument must outlive the model. `attention` and `kv_format` were created for `device`;
   // `pools` hold their page bytes in its memory.
@@ -36,7 +37,7 @@ class DeviceModel {
 
   // As Model::forward: one step, every chunk's tokens appended to its SequenceKv; logits (host
   // memory) for the last token of each chunk, or all of its tokens when chunk.all_logits.
-  Logits forward(const ForwardBatch& batch, ForwardStats* stats = nullptr);
+  Logits forward(const ForwardBatch& batch, ForwardStats* stats = nullptr) override;
 
   const ModelConfig& config() const { return config_; }
   // Device bytes of the step buffers (activations, workspaces) now held.

@@ -17,6 +17,7 @@
 #include "kv/sequence_kv.hpp"
 #include "model/dsv4_weights.hpp"
 #include "model/forward_batch.hpp"
+#include "model/forward_model.hpp"
 #include "ops/logits.hpp"
 #include "ops/rope.hpp"
 #include "util/plugin_instance.hpp"
@@ -24,7 +25,7 @@
 
 namespace tessera::dsv4 {
 
-class Model {
+class Model final : public ForwardModel {
  public:
   // `comm` (may be null: one rank) must outlive the model; weights are this rank's shard.
   Model(const ModelConfig& config, const ModelWeights& weights, const KvFormat& kv_format,
@@ -32,7 +33,7 @@ class Model {
 
   // Runs one step; appends every chunk's tokens to its SequenceKv. Logits for the last token of
   // each chunk, or all its tokens when chunk.all_logits.
-  Logits forward(const ForwardBatch& batch, ForwardStats* stats = nullptr);
+  Logits forward(const ForwardBatch& batch, ForwardStats* stats = nullptr) override;
 
   const ModelConfig& config() const { return config_; }
   // model.dtype = "bf16": forward() multiplies every weight held in bf16 by bf16-rounded inputs

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "device/open_device.hpp"
+#include "device/plugin_device.hpp"
 #include "model/bf16_weights.hpp"
 #include "model/weight_panels.hpp"
 #include "model/weight_placement.hpp"
@@ -36,6 +38,14 @@ void Runtime::build(const dsv4::ModelConfig* config,
   registry_.discover(dirs);
 
   model_config_ = config ? *config : dsv4::load_model_config(options_.model_dir);
+  if (options_.device == "cuda") {
+    TS_CHECK(config == nullptr && !weights,
+             "runtime: device = \"cuda\" loads its checkpoint from model.path itself");
+    build_on_device();
+    return;
+  }
+  TS_CHECK(options_.device.empty() || options_.device == "cpu",
+           "runtime: unknown device \"{}\" (cpu, cuda)", options_.device);
   if (weights) {
     // The bf16-activation kernels read bf16 weights as rows (model/weight_panels.hpp).
     bool bf16_panels = false;
@@ -69,12 +79,32 @@ void Runtime::build(const dsv4::ModelConfig* config,
   }
 
   kv_ = create_rank_kv(registry_, options_, model_config_);
-  constexpr ts_device kCpu{TS_DEVICE_CPU, 0, nullptr};
   sampler_ = registry_.create(registry_.find(TS_KIND_SAMPLER, options_.sampler_plugin),
-                              options_.sampler_options_json, kCpu);
-  model_ = std::make_unique<dsv4::Model>(model_config_, *weights_, *kv_.format, kv_.attention,
-                                         *kv_.pools);
-  model_->set_bf16_activations(options_.bf16_activations);
+                              options_.sampler_options_json, device::kHostPluginDevice);
+  auto model = std::make_unique<dsv4::Model>(model_config_, *weights_, *kv_.format, kv_.attention,
+                                             *kv_.pools);
+  model->set_bf16_activations(options_.bf16_activations);
+  model_ = std::move(model);
+  log_summary();
+}
+
+void Runtime::build_on_device() {
+  device_ = device::open_device({"cuda", 0, options_.cuda_module});
+  stream_ = device_->create_stream();
+  spdlog::info("runtime: device {}", device_->describe());
+  device_weights_ = std::make_unique<dsv4::DeviceModelWeights>(
+      dsv4::upload_model_weights(*device_, stream_, options_.model_dir, model_config_));
+  device_view_ = std::make_unique<dsv4::DeviceModelView>(
+      dsv4::view_device_weights(*device_weights_, model_config_, *device_, stream_));
+  kv_ = create_rank_kv(registry_, options_, model_config_, device_.get(), &stream_);
+  sampler_ = registry_.create(registry_.find(TS_KIND_SAMPLER, options_.sampler_plugin),
+                              options_.sampler_options_json, device::kHostPluginDevice);
+  model_ = std::make_unique<dsv4::DeviceModel>(model_config_, *device_view_, *device_, stream_,
+                                               *kv_.format, kv_.attention, *kv_.pools);
+  log_summary();
+}
+
+void Runtime::log_summary() const {
   spdlog::info(
       "runtime: kv `{}` ({} B/entry main, {} B/entry indexer), {} + {} pages = {:.1f} MiB, "
       "~{} context tokens; attention `{}`; sampler `{}`",

@@ -1,5 +1,9 @@
 #include "runtime/runtime_options.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
 #include "ops/gemm_nt.hpp"
 #include "ops/linear.hpp"
 #include "util/check.hpp"
@@ -34,6 +38,16 @@ void copy_values(const Config& config, RuntimeOptions& o) {
   o.linear_weights_in_bf16 = config.model.weight_storage != "fp32";
   // "auto" is fp32 on the CPU (the reference path); "bf16" is an opt-in with its own numerics.
   o.bf16_activations = config.model.dtype == "bf16";
+  o.device = config.executor.device;
+  o.cuda_module = config.executor.cuda_module;
+  // The same configuration on the SIMT emulator (CI, machines without a GPU): the environment
+  // names the module instead of the file, and the log says so.
+  if (const char* env = std::getenv("TESSERA_CUDA_MODULE"); env != nullptr && *env != '\0') {
+    if (o.device == "cuda")
+      spdlog::warn("executor.cuda_module = \"{}\" from TESSERA_CUDA_MODULE (the file says \"{}\")",
+                   env, o.cuda_module);
+    o.cuda_module = env;
+  }
 }
 
 }  // namespace
@@ -47,9 +61,17 @@ RuntimeOptions RuntimeOptions::from_config(const Config& config) {
   RuntimeOptions o;
   copy_values(config, o);
   o.model_dir = resolve_model_path(config);
-  TS_CHECK(config.executor.device == "cpu",
-           "{}: executor.device = \"{}\" is not available in this build path yet; use \"cpu\"",
-           config.location_of("executor.device").to_string(), config.executor.device);
+  if (config.executor.device == "cuda") {
+    TS_CHECK(config.executor.tensor_parallel == 1,
+             "{}: executor.tensor_parallel = {} with device = \"cuda\": the device forward runs "
+             "one rank for now (tensor parallelism over NCCL is not built yet); use 1",
+             config.location_of("executor.tensor_parallel").to_string(),
+             config.executor.tensor_parallel);
+    TS_CHECK(config.model.dtype != "bf16",
+             "{}: model.dtype = \"bf16\" selects the CPU's bf16-activation GEMMs; with device = "
+             "\"cuda\" use \"auto\" (the device computes in fp32, FP8 layers as W8A8)",
+             config.location_of("model.dtype").to_string());
+  }
   if (o.bf16_activations) {
     TS_CHECK(ops::gemm_nt_bf16_available() && ops::gemm_reads_bf16_weights(),
              "{}: model.dtype = \"bf16\" needs a CPU with AVX512_BF16 and our AVX-512 GEMM (this "

@@ -35,6 +35,10 @@ struct RuntimeOptions {
   // multiply on AMX tiles or vdpbf16ps (fp32 sums; ops/gemm_nt.hpp); everything else stays fp32.
   // Needs AVX512_BF16.
   bool bf16_activations{};
+  // executor.device: "cpu" or "cuda" (one GPU, the device forward: model/device_model.hpp), and
+  // executor.cuda_module: which CUDA device module serves it.
+  std::string device;
+  std::string cuda_module;
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
   // working directory, then against the config file's directory. Throws Error, with the key's
