@@ -19,8 +19,12 @@ namespace tessera::cli {
 
 namespace {
 
-ts_device configured_device(const Config& config) {
-  return ts_device{config.executor.device == "cuda" ? TS_DEVICE_CUDA : TS_DEVICE_CPU, 0, nullptr};
+// Where a plugin of `kind` runs: the kv format and attention on the executor's device; samplers
+// and frontends on the host whatever the device (the sampler reads logits in host memory).
+ts_device device_of(const Config& config, int32_t kind) {
+  const bool on_device = kind == TS_KIND_KV_CACHE || kind == TS_KIND_ATTENTION;
+  return ts_device{on_device && config.executor.device == "cuda" ? TS_DEVICE_CUDA : TS_DEVICE_CPU,
+                   0, nullptr};
 }
 
 // Problems the file's own validation cannot see: missing plugin directories, unknown plugins,
@@ -56,12 +60,13 @@ std::vector<ConfigDiagnostic> check_plugins(const Config& config) {
     }
     if (plugin->descriptor->check_support == nullptr) continue;
     const ts_status status =
-        plugin->descriptor->check_support(use.options_json.c_str(), configured_device(config));
+        plugin->descriptor->check_support(use.options_json.c_str(), device_of(config, use.kind));
     if (status.code != TS_OK)
       problems.push_back(
           {use.name_location,
            fmt::format("{} plugin `{}` does not support this configuration on device \"{}\": {}",
-                       use.section, use.name, config.executor.device,
+                       use.section, use.name,
+                       device_of(config, use.kind).type == TS_DEVICE_CUDA ? "cuda" : "cpu",
                        status.message ? status.message : "(no message)")});
   }
   std::stable_sort(problems.begin(), problems.end(), [](const auto& a, const auto& b) {
