@@ -341,9 +341,8 @@ constexpr int32_t kEmulated = 0;
 ts_status linear_f32(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
                      const float* w, int64_t out, float* y) {
   if (ts_status s = select(ordinal); s.code != TS_OK) return s;
-  return cuda_status(
-      tessera::kernels::launch_linear_f32(x, rows, in, w, out, y, as_stream(stream)),
-      "linear_f32");
+  return cuda_status(tessera::kernels::launch_linear_f32(x, rows, in, w, out, y, as_stream(stream)),
+                     "linear_f32");
 }
 
 ts_status embed_f32(int32_t ordinal, void* stream, const float* table, int64_t width,
@@ -362,9 +361,8 @@ ts_status scale(int32_t ordinal, void* stream, float* x, int64_t count, float s)
 ts_status swap_outer_axes(int32_t ordinal, void* stream, const float* x, int64_t a, int64_t b,
                           int64_t c, float* out) {
   if (ts_status s = select(ordinal); s.code != TS_OK) return s;
-  return cuda_status(
-      tessera::kernels::launch_swap_outer_axes(x, a, b, c, out, as_stream(stream)),
-      "swap_outer_axes");
+  return cuda_status(tessera::kernels::launch_swap_outer_axes(x, a, b, c, out, as_stream(stream)),
+                     "swap_outer_axes");
 }
 
 const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),

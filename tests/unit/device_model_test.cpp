@@ -3,6 +3,8 @@
 // as stored: tiny-fp8), and greedy tokens against the host forward on the shipped bf16 model.
 // The emulated device runs the same kernels and plugin modules a GPU runs (docs/cuda.md); it is
 // slow, so it gets prefixes of the prompts.
+#include "model/device_model.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 
 #include "device/cpu_device.hpp"
 #include "device/open_device.hpp"
-#include "model/device_model.hpp"
 #include "model/device_weights.hpp"
 #include "parity_fixture.hpp"
 #include "plugins/registry.hpp"
@@ -127,7 +128,7 @@ TEST_P(DeviceModelParity, LogitsMatchTransformersAndTheCpuBackend) {
   Agreement golden, backends;
   auto cpu_seq = cpu.new_sequence(), emu_seq = emulated.new_sequence();
   for (int64_t start = 0; start < P;) {
-    const int64_t len = start < 140 ? std::min<int64_t>(37, 140 - start)
+    const int64_t len = start < 140               ? std::min<int64_t>(37, 140 - start)
                         : start < emulated_tokens ? 1
                                                   : P - start;
     const std::span<const int32_t> tokens(f.prompt.data() + start, len);

@@ -3,6 +3,7 @@
 // cannot honour).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -65,10 +66,28 @@ TEST(RuntimeOptions, Bf16ActivationsNeedTheBf16KernelAndBf16Weights) {
   }
 }
 
-TEST(RuntimeOptions, CudaDeviceIsRefusedWithTheKeysLocation) {
-  const std::string why = refusal(config_with("", "[executor]\ndevice = \"cuda\"\n"));
-  EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
-  EXPECT_NE(why.find("executor.device = \"cuda\""), std::string::npos) << why;
+// device = "cuda" runs the device forward with the module the file names, or the one
+// TESSERA_CUDA_MODULE names (the same file on the emulator).
+TEST(RuntimeOptions, CudaDeviceTakesItsModule) {
+  const Config c = config_with("", "[executor]\ndevice = \"cuda\"\ncuda_module = \"emulated\"\n");
+  const RuntimeOptions o = RuntimeOptions::from_config(c);
+  EXPECT_EQ(o.device, "cuda");
+  EXPECT_EQ(o.cuda_module, "emulated");
+  EXPECT_EQ(RuntimeOptions::from_config(config_with("")).cuda_module, "native");  // the default
+  ::setenv("TESSERA_CUDA_MODULE", "/opt/x/libtessera_cuda.so", 1);
+  EXPECT_EQ(RuntimeOptions::from_config(c).cuda_module, "/opt/x/libtessera_cuda.so");
+  ::unsetenv("TESSERA_CUDA_MODULE");
+}
+
+// What the device forward cannot do yet is refused with the key's location.
+TEST(RuntimeOptions, CudaDeviceRefusesTensorParallelismAndBf16Activations) {
+  std::string why =
+      refusal(config_with("", "[executor]\ndevice = \"cuda\"\ntensor_parallel = 2\n"));
+  EXPECT_NE(why.find("x.toml:5:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("executor.tensor_parallel = 2"), std::string::npos) << why;
+  why = refusal(config_with("dtype = \"bf16\"\n", "[executor]\ndevice = \"cuda\"\n"));
+  EXPECT_NE(why.find("x.toml:3:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("model.dtype = \"bf16\""), std::string::npos) << why;
 }
 
 }  // namespace

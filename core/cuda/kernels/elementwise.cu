@@ -26,7 +26,8 @@ TS_KERNEL(kThreads) scale_kernel(float* x, int64_t count, float s) {
 }
 
 // x: [A, B, C] fp32 -> out: [B, A, C], out[b, a, c] = x[a, b, c]. Grid-stride over out.
-TS_KERNEL(kThreads) swap_outer_axes_kernel(const float* x, int64_t A, int64_t B, int64_t C, float* out) {
+TS_KERNEL(kThreads)
+swap_outer_axes_kernel(const float* x, int64_t A, int64_t B, int64_t C, float* out) {
   const int64_t count = A * B * C;
   const int64_t stride = static_cast<int64_t>(grid_blocks()) * kThreads;
   for (int64_t i = static_cast<int64_t>(block_index()) * kThreads + thread_index(); i < count;
@@ -40,8 +41,8 @@ TS_KERNEL(kThreads) swap_outer_axes_kernel(const float* x, int64_t A, int64_t B,
 
 cudaError_t launch_scale(float* x, int64_t count, float s, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
-  TS_LAUNCH(scale_kernel, dim3(static_cast<unsigned>(blocks_for(count))), dim3(kThreads), 0,
-            stream, x, count, s);
+  TS_LAUNCH(scale_kernel, dim3(static_cast<unsigned>(blocks_for(count))), dim3(kThreads), 0, stream,
+            x, count, s);
   return cudaGetLastError();
 }
 

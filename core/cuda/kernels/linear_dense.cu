@@ -1,7 +1,7 @@
 // y = x . W^T with W in bf16 or fp32 as the checkpoint stores it (bf16 widened in registers),
-// fp32 sums: the decode-shaped product (few rows, bound by reading W). One warp computes one output column for
-// up to kRowsPerPass rows at once, its lanes striding over `in` two values at a time, and reduces
-// by shuffles. Tensor-core (mma.sync) kernels for prefill shapes join beside it.
+// fp32 sums: the decode-shaped product (few rows, bound by reading W). One warp computes one output
+// column for up to kRowsPerPass rows at once, its lanes striding over `in` two values at a time,
+// and reduces by shuffles. Tensor-core (mma.sync) kernels for prefill shapes join beside it.
 #include "device_primitives.cuh"
 #include "ops_launch.hpp"
 
@@ -61,8 +61,8 @@ cudaError_t launch_linear_bf16(const float* x, int64_t rows, int64_t in, const u
   return launch_linear_dense(x, rows, in, w, out, y, stream);
 }
 
-cudaError_t launch_linear_f32(const float* x, int64_t rows, int64_t in, const float* w,
-                              int64_t out, float* y, cudaStream_t stream) {
+cudaError_t launch_linear_f32(const float* x, int64_t rows, int64_t in, const float* w, int64_t out,
+                              float* y, cudaStream_t stream) {
   return launch_linear_dense(x, rows, in, w, out, y, stream);
 }
 

@@ -39,8 +39,8 @@ cudaError_t launch_embed_f32(const float* table, int64_t width, const int32_t* i
 cudaError_t launch_linear_bf16(const float* x, int64_t rows, int64_t in, const uint16_t* w,
                                int64_t out, float* y, cudaStream_t stream);
 // The same with W in fp32.
-cudaError_t launch_linear_f32(const float* x, int64_t rows, int64_t in, const float* w,
-                              int64_t out, float* y, cudaStream_t stream);
+cudaError_t launch_linear_f32(const float* x, int64_t rows, int64_t in, const float* w, int64_t out,
+                              float* y, cudaStream_t stream);
 
 // y[rows, out] = x . W^T, W8A8 (linear_fp8.cu): W [out, in] FP8 e4m3 with w_scale
 // [ceil(out/128), ceil(in/128)] UE8M0; x quantised to e4m3 per 1x128 block (power-of-two scale).

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <numbers>
 
+#include "device/plugin_device.hpp"
 #include "ops/compute_threads.hpp"
 #include "ops/scan_columns.hpp"
 #include "plugins/registry.hpp"
@@ -133,7 +134,7 @@ std::string run_sampler_bench(const SamplerBenchOptions& options) {
   registry.discover(dirs);
   const LoadedPlugin& plugin = registry.find(TS_KIND_SAMPLER, options.sampler);
   const PluginInstance sampler =
-      registry.create(plugin, options.sampler_options, ts_device{TS_DEVICE_CPU, 0, nullptr});
+      registry.create(plugin, options.sampler_options, device::kHostPluginDevice);
   const int threads_before = ops::compute_threads();
   std::string table = fmt::format(
       "sampler `{}` {}, hints {}, {} rows per call, {} context tokens a row; hot: the same rows "

@@ -4,8 +4,7 @@
 
 namespace tessera {
 
-namespace {
-}
+namespace {}
 
 KvFormat::KvFormat(PluginInstance instance, int32_t main_dim, int32_t rope_dim, int32_t index_dim,
                    int32_t entries_per_page)

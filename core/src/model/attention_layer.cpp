@@ -169,7 +169,8 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   const AttentionBatch described(cfg, layer, H, w.attn_sink.ptr(), batch, positions);
   const auto& table = ctx.backend.table<ts_attention_table>();
   size_t ws_bytes = 0;
-  ctx.backend.check(table.plan(ctx.backend.get(), &described.layer(), &described.batch(), &ws_bytes), "plan");
+  ctx.backend.check(
+      table.plan(ctx.backend.get(), &described.layer(), &described.batch(), &ws_bytes), "plan");
   if (ctx.workspace.size() < ws_bytes) ctx.workspace.resize(ws_bytes);
   UninitializedVector<float> o(static_cast<size_t>(T * H * Dh));  // run() writes every value
   ts_attention_inputs in{};
@@ -183,9 +184,10 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   ts_attention_outputs result{};
   result.struct_size = sizeof result;
   result.out = o.data();
-  ctx.backend.check(table.run(ctx.backend.get(), &described.layer(), &described.batch(), &in, &result, ctx.workspace.data(),
-                              ctx.workspace.size(), device::kHostPluginDevice),
-                    "run");
+  ctx.backend.check(
+      table.run(ctx.backend.get(), &described.layer(), &described.batch(), &in, &result,
+                ctx.workspace.data(), ctx.workspace.size(), device::kHostPluginDevice),
+      "run");
   stats.indexer_entries_scored += result.entries_scored;
 
   // Grouped low-rank output: group g = heads [g*H/G, (g+1)*H/G); wo_a viewed [G, OL, H/G*Dh].

@@ -30,8 +30,8 @@ void run_compressor(const DeviceForwardContext& ctx, int64_t layer, const Device
   ctx.device.copy(gate_host.data(), gate, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
   ctx.device.synchronize(ctx.stream);
   const CompressedEntries entries =
-      compress_tokens(ctx.config, layer, w.host(), rope, ctx.batch, ctx.positions,
-                      kv_host.data(), gate_host.data(), is_indexer);
+      compress_tokens(ctx.config, layer, w.host(), rope, ctx.batch, ctx.positions, kv_host.data(),
+                      gate_host.data(), is_indexer);
   if (entries.slots.empty()) return;
   float* rows = ctx.scratch.get<float>(tag + "entries", static_cast<int64_t>(entries.rows.size()));
   ctx.device.copy(rows, entries.rows.data(), entries.rows.size() * sizeof(float),
@@ -78,8 +78,7 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
       slots[row] = chunk.kv->write_window_slot(layer, ctx.positions[row]);
     }
   }
-  ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(),
-                      plugin_device);
+  ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(), plugin_device);
   if (m > 0) run_compressor(ctx, layer, *w.compressor, rope, x, false);  // main first
   if (m == 4) run_compressor(ctx, layer, *w.index_compressor, rope, x, true);
 

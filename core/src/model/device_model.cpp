@@ -34,8 +34,7 @@ HcCoefficients hc_coefficients(const DeviceForwardContext& ctx, const DeviceHype
 
 DeviceModel::DeviceModel(const ModelConfig& config, const DeviceModelView& weights,
                          device::Device& device, const device::Stream& stream,
-                         const KvFormat& kv_format, const PluginInstance& attention,
-                         KvPools& pools)
+                         const KvFormat& kv_format, const PluginInstance& attention, KvPools& pools)
     : config_(config),
       weights_(weights),
       device_(device),
@@ -81,8 +80,8 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
 
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
-  const DeviceForwardContext ctx{config_, device_, stream_, ops,      scratch_,      kv_format_,
-                                 pools_,  attention_, batch, positions, positions_dev, ids_dev};
+  const DeviceForwardContext ctx{config_, device_,    stream_, ops,       scratch_,      kv_format_,
+                                 pools_,  attention_, batch,   positions, positions_dev, ids_dev};
   // Streams [T, n, D]: the embedding copied into every stream.
   float* streams = scratch_.get<float>("step.streams", T * n * D);
   float* x = scratch_.get<float>("step.x", T * D);

@@ -52,7 +52,7 @@ class DeviceModel final : public ForwardModel {
   const PluginInstance& attention_;
   KvPools& pools_;
   device::Scratch scratch_;
-  std::vector<ops::RopeTable> rope_;         // per layer (host: the compressors)
+  std::vector<ops::RopeTable> rope_;            // per layer (host: the compressors)
   std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the device's copy
 };
 

@@ -39,11 +39,22 @@ class Binder {
     out.out = t.shape[0];
     out.in = t.shape[1];
     switch (t.dtype) {
-      case DType::BF16: out.format = DeviceWeight::Format::kBf16; break;
-      case DType::F32: out.format = DeviceWeight::Format::kF32; break;
-      case DType::F8_E4M3: out.format = DeviceWeight::Format::kFp8; break;
-      case DType::I8: out.format = DeviceWeight::Format::kFp4; out.in *= 2; break;  // packed
-      case DType::F4: out.format = DeviceWeight::Format::kFp4; break;
+      case DType::BF16:
+        out.format = DeviceWeight::Format::kBf16;
+        break;
+      case DType::F32:
+        out.format = DeviceWeight::Format::kF32;
+        break;
+      case DType::F8_E4M3:
+        out.format = DeviceWeight::Format::kFp8;
+        break;
+      case DType::I8:
+        out.format = DeviceWeight::Format::kFp4;
+        out.in *= 2;
+        break;  // packed
+      case DType::F4:
+        out.format = DeviceWeight::Format::kFp4;
+        break;
       default:
         TS_CHECK(false, "device forward: '{}' is {}, which no device kernel multiplies by", name,
                  weights::dtype_name(t.dtype));
@@ -76,7 +87,8 @@ class Binder {
   std::vector<float> host_copy(const std::string& name) const {
     const DeviceTensor& t = tensor(name);
     TS_CHECK(t.dtype == DType::BF16 || t.dtype == DType::F32,
-             "device forward: '{}' is {}, BF16 or F32 expected", name, weights::dtype_name(t.dtype));
+             "device forward: '{}' is {}, BF16 or F32 expected", name,
+             weights::dtype_name(t.dtype));
     const size_t elem = t.dtype == DType::BF16 ? 2 : 4, n = t.data.bytes() / elem;
     std::vector<float> out(n);
     if (t.dtype == DType::F32) {
@@ -121,8 +133,12 @@ DeviceWeight DeviceWeight::rows(int64_t first, int64_t count) const {
   s.out = count;
   const auto* bytes = static_cast<const uint8_t*>(data);
   switch (format) {
-    case Format::kBf16: s.data = bytes + first * in * 2; break;
-    case Format::kF32: s.data = bytes + first * in * 4; break;
+    case Format::kBf16:
+      s.data = bytes + first * in * 2;
+      break;
+    case Format::kF32:
+      s.data = bytes + first * in * 4;
+      break;
     case Format::kFp8:
       TS_CHECK(first % 128 == 0, "{}: FP8 rows from {} split a 128-row scale block",
                name ? *name : "weight", first);

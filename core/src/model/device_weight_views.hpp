@@ -101,8 +101,7 @@ struct DeviceModelView {
 // Throws tessera::Error naming the tensor when one is missing or in a format the device forward
 // does not take (FP8 with F32 scales, norms other than BF16 / F32).
 [[nodiscard]] DeviceModelView view_device_weights(const DeviceModelWeights& weights,
-                                                  const ModelConfig& config,
-                                                  device::Device& device,
+                                                  const ModelConfig& config, device::Device& device,
                                                   const device::Stream& stream);
 
 }  // namespace tessera::dsv4

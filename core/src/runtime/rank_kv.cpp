@@ -45,11 +45,11 @@ RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
                          device->copy(dst, src, n, device::CopyKind::kDeviceToDevice, *stream);
                        }};
   };
-  kv.pools = std::make_unique<KvPools>(KvPools{
-      PagePool(main.page_bytes, main.entries_per_page, kv.plan.main_pages,
-               place(main.page_bytes, kv.plan.main_pages, kv.main_bytes)),
-      PagePool(idx_page_bytes, main.entries_per_page, kv.plan.indexer_pages,
-               place(idx_page_bytes, kv.plan.indexer_pages, kv.indexer_bytes))});
+  kv.pools = std::make_unique<KvPools>(
+      KvPools{PagePool(main.page_bytes, main.entries_per_page, kv.plan.main_pages,
+                       place(main.page_bytes, kv.plan.main_pages, kv.main_bytes)),
+              PagePool(idx_page_bytes, main.entries_per_page, kv.plan.indexer_pages,
+                       place(idx_page_bytes, kv.plan.indexer_pages, kv.indexer_bytes))});
   return kv;
 }
 

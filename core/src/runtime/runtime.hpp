@@ -10,10 +10,10 @@
 
 #include <memory>
 
+#include "device/device.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/memory_planner.hpp"
 #include "kv/sequence_kv.hpp"
-#include "device/device.hpp"
 #include "model/device_model.hpp"
 #include "model/device_weight_views.hpp"
 #include "model/dsv4_model.hpp"

@@ -5,13 +5,12 @@
 
 #include <thread>
 
+#include "device/plugin_device.hpp"
 #include "util/check.hpp"
 
 namespace tessera::serve {
 
 namespace {
-
-constexpr ts_device kCpu = {TS_DEVICE_CPU, 0, nullptr};
 
 const ts_frontend_table& frontend_table(const PluginInstance& instance) {
   return instance.table<ts_frontend_table>();
@@ -27,7 +26,8 @@ FrontendHost::FrontendHost(const PluginRegistry& registry, const Config& config)
                                           use.name_location.to_string());
     try {
       const LoadedPlugin& plugin = registry.find(TS_KIND_FRONTEND, use.name);
-      entries_.push_back(Entry{label, registry.create(plugin, use.options_json, kCpu), false});
+      entries_.push_back(Entry{
+          label, registry.create(plugin, use.options_json, device::kHostPluginDevice), false});
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", label, e.what()));
     }
