@@ -76,19 +76,9 @@ Logits Model::forward(const ForwardBatch& batch, ForwardStats* stats) {
   for (const SequenceChunk& c : batch.chunks) c.kv->advance(static_cast<int64_t>(c.tokens.size()));
 
   // Only the rows that need logits go through hc_head, the norm and the vocabulary head.
-  std::vector<int64_t> rows;
   Logits logits;
   logits.vocab = V;
-  for (int64_t row = 0; const SequenceChunk& c : batch.chunks) {
-    const auto len = static_cast<int64_t>(c.tokens.size());
-    logits.chunk_rows.push_back(static_cast<int64_t>(rows.size()));
-    if (c.all_logits) {
-      for (int64_t i = 0; i < len; ++i) rows.push_back(row + i);
-    } else {
-      rows.push_back(row + len - 1);
-    }
-    row += len;
-  }
+  const std::vector<int64_t> rows = logit_rows(batch, logits.chunk_rows);
   const auto R = static_cast<int64_t>(rows.size());
   UninitializedVector<float> picked(static_cast<size_t>(R * n * D)), y(static_cast<size_t>(R * D));
   ops::for_each_row_chunk(R, kMinTokensPerChunk, [&](int64_t first, int64_t last) {

@@ -32,6 +32,24 @@ struct ForwardBatch {
   }
 };
 
+// The batch rows (token order) that get logits: the last of each chunk, or all of a chunk's when
+// it asks for all; chunk_rows receives each chunk's first logits row.
+inline std::vector<int64_t> logit_rows(const ForwardBatch& batch,
+                                       std::vector<int64_t>& chunk_rows) {
+  std::vector<int64_t> rows;
+  for (int64_t row = 0; const SequenceChunk& c : batch.chunks) {
+    const auto len = static_cast<int64_t>(c.tokens.size());
+    chunk_rows.push_back(static_cast<int64_t>(rows.size()));
+    if (c.all_logits) {
+      for (int64_t i = 0; i < len; ++i) rows.push_back(row + i);
+    } else {
+      rows.push_back(row + len - 1);
+    }
+    row += len;
+  }
+  return rows;
+}
+
 // Per-step counters (tests and metrics): indexer entries scored, etc.
 struct ForwardStats {
   int64_t indexer_entries_scored = 0;
