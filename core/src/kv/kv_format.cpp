@@ -4,8 +4,6 @@
 
 namespace tessera {
 
-namespace {}
-
 KvFormat::KvFormat(PluginInstance instance, int32_t main_dim, int32_t rope_dim, int32_t index_dim,
                    int32_t entries_per_page)
     : instance_(std::move(instance)) {
