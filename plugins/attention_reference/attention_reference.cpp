@@ -325,20 +325,11 @@ ts_status check_support(const char* options_json, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
     if (device.type == TS_DEVICE_CUDA) {
       // Which build serves CUDA is known at create() (from the host): either file will do here.
-      const void* anchor = reinterpret_cast<const void*>(&cuda_module);
-      std::string looked;
-      bool found = false;
-      for (int32_t build : {TS_CUDA_BUILD_NATIVE, TS_CUDA_BUILD_EMULATED}) {
-        const auto path =
-            tessera::sdk::cuda_sibling_path(anchor, "tessera_attention_reference", build);
-        std::error_code ec;
-        found = found || std::filesystem::exists(path, ec);
-        looked += (looked.empty() ? "" : ", ") + path.string();
-      }
-      if (!found) {
+      const std::string looked = tessera::sdk::find_cuda_sibling(
+          reinterpret_cast<const void*>(&cuda_module), "tessera_attention_reference");
+      if (!looked.empty())
         return fail(TS_ERR_UNSUPPORTED,
                     "reference attention: its CUDA module is not installed: looked for " + looked);
-      }
     } else if (device.type != TS_DEVICE_CPU) {
       return fail(TS_ERR_UNSUPPORTED, "reference attention: CPU and CUDA devices only");
     }

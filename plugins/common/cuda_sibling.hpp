@@ -44,6 +44,19 @@ inline std::filesystem::path cuda_sibling_path(const void* anchor, const std::st
   return file_of(anchor).parent_path() / "cuda" / file;
 }
 
+// "" when either build of the sibling module of the plugin holding `anchor` is installed, else
+// the paths looked for (check_support() cannot know which build create() will ask for).
+inline std::string find_cuda_sibling(const void* anchor, const std::string& base) {
+  std::string looked;
+  for (int32_t build : {TS_CUDA_BUILD_NATIVE, TS_CUDA_BUILD_EMULATED}) {
+    const std::filesystem::path path = cuda_sibling_path(anchor, base, build);
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) return "";
+    looked += (looked.empty() ? "" : ", ") + path.string();
+  }
+  return looked;
+}
+
 // Loads a plugin's sibling module once per instance (thread-safe) and returns its table, or
 // null with `why` saying what was looked for and what went wrong.
 template <class Table>

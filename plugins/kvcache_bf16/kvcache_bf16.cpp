@@ -271,16 +271,9 @@ ts_status check_support(const char*, ts_device device) {
     if (device.type != TS_DEVICE_CUDA) {
       return fail(TS_ERR_UNSUPPORTED, "bf16 cache: CPU and CUDA devices only");
     }
-    const void* anchor = reinterpret_cast<const void*>(&refuse_non_finite);
-    std::string looked;
-    for (int32_t build : {TS_CUDA_BUILD_NATIVE, TS_CUDA_BUILD_EMULATED}) {
-      const auto path = tessera::sdk::cuda_sibling_path(anchor, "tessera_kvcache_bf16", build);
-      std::error_code ec;
-      if (std::filesystem::exists(path, ec)) {
-        return ok();
-      }
-      looked += (looked.empty() ? "" : ", ") + path.string();
-    }
+    const std::string looked = tessera::sdk::find_cuda_sibling(
+        reinterpret_cast<const void*>(&refuse_non_finite), "tessera_kvcache_bf16");
+    if (looked.empty()) return ok();
     return fail(TS_ERR_UNSUPPORTED,
                 "bf16 cache: its CUDA module is not installed: looked for " + looked);
   });

@@ -1,25 +1,15 @@
 // Launchers of the bf16 cache's device kernels (bf16_records.cu): each enqueues on `stream` and
-// returns the launch status. Slots travel by value, kSlotsPerLaunch at a time, so the plugin
-// needs no device memory of its own for them.
+// returns the launch status. Slots travel by value (cuda_slot_chunks.hpp).
 #pragma once
 
 #include <cstdint>
 
 #include "bf16_cuda_api.h"
-
-#ifdef TESSERA_DEVICE_EMULATION
-#include "cuda_runtime_emulation.hpp"
-#else
-#include <cuda_runtime.h>
-#endif
+#include "cuda_slot_chunks.hpp"
 
 namespace tessera::kvbf16 {
 
-inline constexpr int kSlotsPerLaunch = 256;  // 2 KiB of kernel parameters
-
-struct SlotChunk {
-  int64_t slot[kSlotsPerLaunch];
-};
+using cuda_module::SlotChunk;
 
 // rows [n, dim] fp32 -> the records of slots.slot[0..n), n <= kSlotsPerLaunch.
 cudaError_t launch_store_records(const ts_bf16_records& records, const float* rows,

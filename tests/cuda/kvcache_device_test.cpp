@@ -1,12 +1,14 @@
-// kvcache_bf16_{emulated,device}_test PLUGIN.so [PLUGIN.so]  (the bf16 plugin, given twice by
-// ctest)
+// kvcache_{bf16,fp8}_{emulated,device}_test PLUGIN.so [PLUGIN.so]  (ctest adds the bf16 plugin
+// as a second argument, unused here)
 //
-// The "bf16" kv-cache plugin on a CUDA device (its CUDA module: the emulated build, or the GPU's
-// in the native build) against its own CPU path, through the plugin's C table:
+// A kv-cache plugin with a CUDA module ("bf16" or "fp8") on a CUDA device (the emulated build of
+// its module, or the GPU's in the native build) against its own CPU path, through the plugin's
+// C table:
 //   - store: the same random rows stored by the CPU path into host pages and by the device path
-//     into device pages give byte-identical pools (round-to-nearest-even ties, scattered slots
-//     over pages, more rows than one launch takes, the untouched bytes kept), storage bf16 and
-//     fp32, main and indexer shapes of Flash and of the tiny model;
+//     into device pages give byte-identical pools (round-to-nearest-even ties, all-zero and tiny
+//     scale groups, scattered slots over pages, more rows than one launch takes, the untouched
+//     bytes kept), every storage option of the plugin, main and indexer shapes of Flash, of the
+//     tiny model and one whose last scale group is partial;
 //   - load: decoding those pages on the device gives the CPU path's rows bit for bit;
 //   - refusals: a non-finite value (the CPU path's status and message, nothing written), rows in
 //     host memory, and a plugin whose CUDA module is not installed (the message names the path
@@ -74,14 +76,18 @@ struct Shape {
   int64_t rows;
 };
 
-// Latent-like values over 7 decades, plus values whose dropped 16 bits are exactly half way
-// (0x8000): round-to-nearest-even must pick the even neighbour.
+// Latent-like values over 7 decades, values whose dropped 16 bits are exactly half way (0x8000:
+// round-to-nearest-even must pick the even neighbour), runs of zeros (a scale group whose amax
+// is 0) and of values near 1e-30 (the smallest scales), and negative zeros.
 std::vector<float> random_rows(int64_t n, int32_t dim, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
   std::uniform_int_distribution<int> decade(-4, 2);
   std::vector<float> rows(static_cast<size_t>(n * dim));
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i] = mantissa(rng) * std::pow(10.0f, static_cast<float>(decade(rng)));
+    if (i / 50 % 13 == 4) rows[i] = 0.0f;
+    if (i / 50 % 13 == 9) rows[i] *= 1e-30f;
+    if (i % 101 == 17) rows[i] = -0.0f;
     if (i % 7 == 3) {
       uint32_t bits;
       std::memcpy(&bits, &rows[i], 4);
@@ -163,7 +169,7 @@ void check_refusals(const LoadedPlugin& plugin, const std::string& plugin_path,
 
   // The plugin alone, without its cuda/ folder: create() on a CUDA device names what it sought.
   const std::filesystem::path lonely = std::filesystem::temp_directory_path() /
-                                       ("kvcache_bf16_device_test_" + std::to_string(::getpid()));
+                                       ("kvcache_device_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(lonely);
   const std::filesystem::path copy = lonely / std::filesystem::path(plugin_path).filename();
   std::filesystem::copy_file(plugin_path, copy, std::filesystem::copy_options::overwrite_existing);
@@ -185,7 +191,7 @@ void check_refusals(const LoadedPlugin& plugin, const std::string& plugin_path,
 }
 
 int main_impl(int argc, char** argv) {
-  if (argc < 2) throw std::runtime_error("usage: kvcache_bf16_device_test PLUGIN.so");
+  if (argc < 2) throw std::runtime_error("usage: kvcache_device_test PLUGIN.so");
   LoadedPlugin plugin(argv[1], TS_KIND_KV_CACHE);
   if (const std::string why = device_unavailable(); !why.empty()) {
     std::printf("no CUDA device: skipped (%s)\n", why.c_str());
@@ -199,11 +205,15 @@ int main_impl(int argc, char** argv) {
   const Shape shapes[] = {{"flash main 512/64", TS_KV_MAIN, 512, 64, 64, 70},
                           {"flash indexer 128", TS_KV_INDEXER, 128, 128, 64, 600},
                           {"tiny main 64/16", TS_KV_MAIN, 64, 16, 5, 41},
-                          {"tiny indexer 32", TS_KV_INDEXER, 32, 32, 3, 17}};
-  for (const char* options : {"{}", R"({"storage":"fp32"})"})
-    for (const Shape& shape : shapes) check_shape(plugin, options, shape, stream, rng);
+                          {"tiny indexer 32", TS_KV_INDEXER, 32, 32, 3, 17},
+                          {"partial group 150/10", TS_KV_MAIN, 150, 10, 7, 300}};
+  const std::string format = plugin.descriptor().name;
+  std::vector<const char*> options = {"{}"};
+  if (format == "bf16") options.push_back(R"({"storage":"fp32"})");
+  for (const char* option : options)
+    for (const Shape& shape : shapes) check_shape(plugin, option, shape, stream, rng);
   check_refusals(plugin, argv[1], stream);
-  std::printf("kvcache_bf16_device_test: %d failure(s)\n", g_failures);
+  std::printf("kvcache_device_test (%s): %d failure(s)\n", format.c_str(), g_failures);
   return g_failures == 0 ? 0 : 1;
 }
 
