@@ -72,6 +72,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 
 cudaError_t cudaFree(void* p) {
   if (p != nullptr && !tessera::emu::is_device_memory(p)) return cudaErrorInvalidValue;
+  tessera::emu::device_synchronize();  // as cudaFree synchronises the device
   tessera::emu::device_free(p);
   return cudaSuccess;
 }

@@ -4,6 +4,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -42,14 +43,35 @@ void run_until(cudaStream_t stream, uint64_t mark) {
   }
 }
 
+std::mutex g_streams_mutex;
+std::set<cudaStream_t> g_streams;  // every live stream, for device_synchronize()
+
 }  // namespace
 
-cudaStream_t stream_create() { return new CUstream_emulated; }
+cudaStream_t stream_create() {
+  auto* stream = new CUstream_emulated;
+  std::lock_guard lock(g_streams_mutex);
+  g_streams.insert(stream);
+  return stream;
+}
 
 void stream_destroy(cudaStream_t stream) {
   if (stream == nullptr) return;
+  {
+    std::lock_guard lock(g_streams_mutex);
+    g_streams.erase(stream);
+  }
   run_until(stream, UINT64_MAX);
   delete stream;
+}
+
+void device_synchronize() {
+  std::vector<cudaStream_t> streams;
+  {
+    std::lock_guard lock(g_streams_mutex);
+    streams.assign(g_streams.begin(), g_streams.end());
+  }
+  for (cudaStream_t stream : streams) run_until(stream, UINT64_MAX);
 }
 
 bool stream_synchronize(cudaStream_t stream, std::string* error) {

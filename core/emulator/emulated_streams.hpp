@@ -9,6 +9,8 @@
 //   - event_record(e, s) marks s's current end; stream_wait_event(t, e) makes t's later work
 //     start after that mark (running s up to it first); event_synchronize(e) runs s up to it;
 //   - the null stream runs its work at once, on the calling thread;
+//   - device_synchronize() runs every live stream's queued work; freeing device memory does it
+//     first (cudaFree synchronises the device), so queued work never touches freed memory;
 //   - a host-to-device copy from pageable memory reads the source when enqueued (the runtime
 //     stages it before returning), so the caller may reuse its buffer at once.
 // Thread safety: every function may be called from any thread; a stream's work runs under the
@@ -28,6 +30,8 @@ void stream_destroy(cudaStream_t stream);  // runs what is still queued first
 // Runs the queued work; false with the first failure's text (the stream is then empty).
 bool stream_synchronize(cudaStream_t stream, std::string* error = nullptr);
 void enqueue(cudaStream_t stream, std::function<void()> work);
+// Runs the queued work of every live stream (failures stay recorded on their streams).
+void device_synchronize();
 
 cudaEvent_t event_create();
 void event_destroy(cudaEvent_t event);

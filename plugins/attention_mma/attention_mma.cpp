@@ -1,7 +1,9 @@
-// Attention backend "mma" (CUDA): the lightning indexer over the visible compressed entries, a
-// top-k per token, then sparse attention with the sink over window + chosen compressed rows, as
-// tensor-core kernels (mma.sync m16n8k16, bf16 x bf16 -> fp32) reading the bf16 latent cache
-// pages in device memory. Same contract and results as the reference backend (docs/cuda.md):
+// Attention backend "mma" (CUDA), the implementation inside the plugin's CUDA module
+// (mma_plugin.cpp forwards to it; tools/gpu builds it as a plugin of its own): the lightning
+// indexer over the visible compressed entries, a top-k per token, then sparse attention with the
+// sink over window + chosen compressed rows, as tensor-core kernels (mma.sync m16n8k16, bf16 x bf16
+// -> fp32) reading the bf16 latent cache pages in device memory. Same contract and results as the
+// reference backend (docs/cuda.md):
 //   - device.type CUDA: q, index_q, index_w, kv_pool, index_pool, layer->attn_sink, out->out,
 //     out->selected and the workspace are device memory of device.ordinal; the batch and its
 //     slot arrays are host memory (as for plan()).
@@ -13,6 +15,7 @@
 
 #include "attention_enqueue.hpp"
 #include "kernels/launch.hpp"
+#include "mma_descriptor.hpp"
 #include "tessera/plugin_sdk.hpp"
 #include "work_plan.hpp"
 
@@ -263,12 +266,11 @@ const ts_plugin_descriptor kDescriptor = {
     TS_ABI_MAJOR,
     TS_ABI_MINOR,
     TS_KIND_ATTENTION,
-    "mma",
-    "1.0.0",
+    tessera::mma::kPluginName,
+    tessera::mma::kPluginVersion,
     kBuildInfo.c_str(),
-    R"({"type":"object","properties":{},"additionalProperties":false})",
-    R"({"devices":["cuda"],"kv_formats":["bf16"],"cuda_graph":false,"head_dims":[64,128,256,512],)"
-    R"("index_head_dims":[64,128],"max_index_n_heads":64,"max_index_topk":4096})",
+    tessera::mma::kOptionsSchema,
+    tessera::mma::kCapabilities,
     check_support,
     create,
     destroy,

@@ -19,7 +19,7 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool supported_head_dim(int32_t d) { return d == 64 || d == 128 || d == 256 || d == 512; }
-bool supported_index_dim(int32_t d) { return d == 64 || d == 128; }
+bool supported_index_dim(int32_t d) { return d == 32 || d == 64 || d == 128; }
 
 int32_t choose_heads_per_block(int32_t n_heads, int32_t head_dim, const DeviceLimits& limits) {
   int32_t heads = 16;
@@ -82,7 +82,7 @@ std::string check_layer(const ts_attention_layer& layer, const DeviceLimits& lim
     if (layer.index_n_heads < 1 || layer.index_n_heads > kMaxIndexHeads)
       return "index_n_heads must be in [1, 64], got " + str(layer.index_n_heads);
     if (!supported_index_dim(layer.index_head_dim))
-      return "index_head_dim must be 64 or 128, got " + str(layer.index_head_dim);
+      return "index_head_dim must be 32, 64 or 128, got " + str(layer.index_head_dim);
     if (layer.index_topk < 1 || layer.index_topk > kMaxTopk)
       return "index_topk must be in [1, 4096], got " + str(layer.index_topk);
     if (indexer_smem_bytes(layer.index_head_dim) > static_cast<size_t>(limits.smem_per_block))

@@ -1,36 +1,25 @@
-#include <dlfcn.h>
-
+// The test device of the emulated build: the process's one SIMT emulator (core/emulator, a
+// shared library the plugin's emulated CUDA module uses too), so the module's cp.async bounds
+// checks know every buffer the test allocates.
 #include <cstring>
 
+#include "simt_emulator.hpp"
 #include "test_device.hpp"
 
 namespace tessera::cudatest {
-namespace {
 
-using AllocFn = void* (*)(size_t);
-using FreeFn = void (*)(void*);
-AllocFn g_alloc = nullptr;
-FreeFn g_free = nullptr;
-
-}  // namespace
-
-Backend open_backend(void* plugin_handle) {
+Backend open_backend(void*) {
   Backend b;
-  g_alloc = reinterpret_cast<AllocFn>(dlsym(plugin_handle, "tessera_emu_device_alloc"));
-  g_free = reinterpret_cast<FreeFn>(dlsym(plugin_handle, "tessera_emu_device_free"));
-  if (g_alloc == nullptr || g_free == nullptr)
-    b.unavailable = "the plugin is not the emulated build (no tessera_emu_device_alloc)";
-  else
-    b.description = "SIMT emulator on the CPU (kernels of plugins/attention_mma)";
+  b.description = "SIMT emulator on the CPU (kernels of plugins/attention_mma)";
   return b;
 }
 
 bool emulated() { return true; }
 
-void* device_alloc(size_t bytes) { return g_alloc(bytes); }
+void* device_alloc(size_t bytes) { return emu::device_alloc(bytes); }
 
 void device_free(void* p) noexcept {
-  if (p != nullptr) g_free(p);
+  if (p != nullptr) emu::device_free(p);
 }
 
 void copy_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }

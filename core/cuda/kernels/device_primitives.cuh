@@ -155,10 +155,12 @@ TS_DEVICE uint32_t float_key(float v) {
 }
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a tile whose rows hold `chunks_per_row`
-// (>= 8) chunks. XOR-ing the chunk with row % 8 puts the 8 rows an ldmatrix reads in 8 different
-// bank groups (rows of 128 B or more would otherwise all start in bank 0).
+// chunks (a power of two). XOR-ing the chunk with row % 8 puts the 8 rows an ldmatrix reads in 8
+// different bank groups (rows of 128 B or more would otherwise all start in bank 0); rows of
+// fewer than 8 chunks (index_head_dim 32: 4) XOR with row % chunks_per_row, staying in the row.
 TS_DEVICE int swizzled_chunk(int row, int chunk, int chunks_per_row) {
-  return (row * chunks_per_row + (chunk ^ (row & 7))) * 16;
+  const int mask = chunks_per_row < 8 ? chunks_per_row - 1 : 7;
+  return (row * chunks_per_row + (chunk ^ (row & mask))) * 16;
 }
 
 }  // namespace tessera::dev

@@ -19,7 +19,7 @@ cudaError_t launch_sparse_attention(const AttentionParams& p, int n_items, int h
                                     int heads_per_block, size_t smem_bytes, cudaStream_t stream);
 // One block per (CombineItem, head of the group).
 cudaError_t launch_attention_combine(const CombineParams& p, int n_items, cudaStream_t stream);
-// One block per IndexerItem; index_head_dim in {64, 128}.
+// One block per IndexerItem; index_head_dim in {32, 64, 128}.
 cudaError_t launch_lightning_indexer(const IndexerParams& p, int n_items, int index_head_dim,
                                      size_t smem_bytes, cudaStream_t stream);
 // One block per token task.

@@ -138,6 +138,8 @@ cudaError_t launch_lightning_indexer(const IndexerParams& p, int n_items, int in
                                      size_t smem_bytes, cudaStream_t stream) {
   if (n_items == 0) return cudaSuccess;
   switch (index_head_dim) {
+    case 32:
+      return launch_indexer_dim<32>(p, n_items, smem_bytes, stream);
     case 64:
       return launch_indexer_dim<64>(p, n_items, smem_bytes, stream);
     case 128:

@@ -1,2 +1,0 @@
-// The kernel source of plugins/attention_mma compiled for the SIMT emulator (C++ on the CPU).
-#include "kernels/sparse_attention.cu"
