@@ -25,7 +25,8 @@ std::string enqueue_attention(const WorkPlan& plan, const ts_attention_layer& la
                            in.index_q,
                            in.index_w,
                            scores,
-                           layer.index_n_heads};
+                           layer.index_n_heads,
+                           plan.key_format};
     std::string why =
         failed("lightning_indexer",
                launch_lightning_indexer(ip, static_cast<int>(plan.indexer_items.size()),
@@ -50,7 +51,8 @@ std::string enqueue_attention(const WorkPlan& plan, const ts_attention_layer& la
                            partial_ml,
                            layer.index_topk,
                            layer.n_heads,
-                           layer.softmax_scale * 1.4426950408889634f};  // * log2(e)
+                           layer.softmax_scale * 1.4426950408889634f,  // * log2(e)
+                           plan.kv_format};
   std::string why = failed(
       "sparse_attention",
       launch_sparse_attention(ap, static_cast<int>(plan.attention_items.size()), layer.head_dim,

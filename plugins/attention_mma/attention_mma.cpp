@@ -99,13 +99,14 @@ std::string check_device_pointer(const void* p, const char* name) {
   return "";
 }
 
-// The kv-cache format: only "bf16" records are read (TS_ERR_UNSUPPORTED otherwise).
+// The kv-cache formats: "bf16" and "fp8" records (kv_layouts.hpp; TS_ERR_UNSUPPORTED otherwise).
 std::string check_layouts(const ts_attention_layer& layer, const ts_attention_inputs& in) {
-  if (std::string why = mma::check_bf16_layout(in.kv.main_layout, layer.head_dim, "main");
+  mma::RecordFormat format{};
+  if (std::string why = mma::read_layout(in.kv.main_layout, layer.head_dim, "main", format);
       !why.empty())
     return why;
   if (layer.compress_ratio == 4)
-    return mma::check_bf16_layout(in.kv.indexer_layout, layer.index_head_dim, "indexer");
+    return mma::read_layout(in.kv.indexer_layout, layer.index_head_dim, "indexer", format);
   return "";
 }
 

@@ -54,13 +54,23 @@ struct IndexerItem {
   int32_t key_end;
 };
 
+// How the records a kernel gathers are stored (kv_layouts.hpp). fp8 = 0: `dim` bf16 values per
+// record, the other fields unused. fp8 = 1: e4m3 codes whose scales sit at page start +
+// scale_offset + entry * scale_stride (entry = offset in the page / record_bytes); main records
+// hold `nope` e4m3 bytes then the rope bf16 values, indexer keys only e4m3 bytes.
+struct RecordFormat {
+  int32_t fp8;
+  int32_t nope;  // main fp8 records: e4m3 channels (a multiple of 16)
+  int64_t page_bytes, record_bytes, scale_offset, scale_stride;
+};
+
 struct AttentionParams {
   const TokenTask* tasks;
   const AttentionItem* items;
   const int64_t* window_offsets;  // byte offset in kv_pool of each window row's record
   const int64_t* comp_offsets;    // byte offset in kv_pool of each compressed entry's record
   const int32_t* selected;        // CSA: [n_tasks, topk] chosen entries, best first; else null
-  const uint8_t* kv_pool;         // bf16 records of head_dim values
+  const uint8_t* kv_pool;         // records of head_dim values (kv_format)
   const float* q;                 // [n_tokens, n_heads, head_dim], RoPE applied
   const float* sink;              // [n_heads]
   float* out;                     // [n_tokens, n_heads, head_dim]
@@ -69,6 +79,7 @@ struct AttentionParams {
   int32_t topk;
   int32_t n_heads;
   float scale_log2;  // softmax_scale * log2(e): scores in base-2 exponent units
+  RecordFormat kv_format;
 };
 
 struct CombineParams {
@@ -87,11 +98,12 @@ struct IndexerParams {
   const TokenTask* tasks;
   const IndexerItem* items;
   const int64_t* index_offsets;  // byte offset in index_pool of each indexer key's record
-  const uint8_t* index_pool;     // bf16 records of index_head_dim values
+  const uint8_t* index_pool;     // keys of index_head_dim values (key_format)
   const float* index_q;          // [n_tokens, index_n_heads, index_head_dim]
   const float* index_w;          // [n_tokens, index_n_heads]
   float* scores;                 // [sum of n_visible] fp32
   int32_t n_index_heads;
+  RecordFormat key_format;
 };
 
 struct TopkParams {

@@ -42,8 +42,6 @@ int64_t record_offset(const ts_kv_layout& l, int64_t slot) {
          slot % l.entries_per_page * static_cast<int64_t>(l.payload_stride);
 }
 
-std::string dtype_of(const char (&name)[16]) { return std::string(name, strnlen(name, 16)); }
-
 }  // namespace
 
 size_t attention_smem_bytes(int32_t heads_per_block, int32_t head_dim) {
@@ -129,44 +127,6 @@ std::string check_batch(const ts_attention_layer& layer, const ts_attention_batc
     if (total_slots > std::numeric_limits<int32_t>::max() / 2)
       return "the batch references more than 2^30 cache slots; split it";
   }
-  return "";
-}
-
-std::string check_bf16_layout(const ts_kv_layout* layout, int32_t dim, const char* which) {
-  const std::string fix =
-      ". Fix: use the kv-cache plugin \"bf16\" (storage = \"bf16\") with attention \"mma\", or "
-      "attention \"reference\" for other formats";
-  if (layout == nullptr) return std::string(which) + " cache layout is missing";
-  const std::string payload = dtype_of(layout->payload_dtype);
-  const std::string rope = dtype_of(layout->rope_dtype);
-  if (payload != "bf16" || (layout->rope_dim > 0 && rope != "bf16") || layout->scale_stride != 0)
-    return std::string(
-               "mma attention reads only the 'bf16' kv-cache format (a record of dim "
-               "bf16 values per entry); the ") +
-           which + " cache stores payload '" + payload + "', rope '" + rope + "'" +
-           (layout->scale_stride != 0 ? " with scales" : "") + fix;
-  if (layout->dim != dim)
-    return std::string(which) + " cache entries have " + str(layout->dim) +
-           " values, the layer needs " + str(dim);
-  const uint64_t record = static_cast<uint64_t>(dim) * 2;
-  const bool contiguous =
-      layout->rope_offset ==
-          layout->payload_offset + static_cast<uint64_t>(dim - layout->rope_dim) * 2 &&
-      (layout->rope_dim == 0 || layout->rope_stride == layout->payload_stride);
-  if (!contiguous || layout->payload_stride < record)
-    return std::string(which) + " cache: payload and rope part are not one contiguous record" + fix;
-  if (layout->payload_offset % 16 != 0 || layout->payload_stride % 16 != 0 ||
-      layout->page_bytes % 16 != 0)
-    return std::string(which) + " cache: records must be 16-byte aligned (offset " +
-           str(static_cast<int64_t>(layout->payload_offset)) + ", stride " +
-           str(static_cast<int64_t>(layout->payload_stride)) + ", page " +
-           str(static_cast<int64_t>(layout->page_bytes)) + ")";
-  if (layout->entries_per_page <= 0 ||
-      layout->page_bytes <
-          layout->payload_offset +
-              (static_cast<uint64_t>(layout->entries_per_page) - 1) * layout->payload_stride +
-              record)
-    return std::string(which) + " cache: entries_per_page records do not fit in page_bytes";
   return "";
 }
 
@@ -300,6 +260,14 @@ WorkPlan build_work_plan(const ts_attention_layer& layer, const ts_attention_bat
 std::string fill_offsets(WorkPlan& plan, const ts_attention_layer& layer,
                          const ts_attention_batch& batch, const ts_kv_layout& main_layout,
                          const ts_kv_layout* index_layout) {
+  if (std::string why = read_layout(&main_layout, layer.head_dim, "main", plan.kv_format);
+      !why.empty())
+    return why;
+  if (layer.compress_ratio == 4)
+    if (std::string why =
+            read_layout(index_layout, layer.index_head_dim, "indexer", plan.key_format);
+        !why.empty())
+      return why;
   for (int32_t s = 0; s < batch.n_sequences; ++s) {
     const ts_attention_sequence& seq = batch.sequences[s];
     const SequenceSlots& slots = plan.sequences[static_cast<size_t>(s)];

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device_tasks.hpp"
+#include "kv_layouts.hpp"
 #include "tessera/plugin_abi.h"
 
 namespace tessera::mma {
@@ -43,6 +44,7 @@ struct WorkPlan {
   std::vector<IndexerItem> indexer_items;
   std::vector<SequenceSlots> sequences;
   std::vector<int64_t> window_offsets, comp_offsets, index_offsets;  // filled by fill_offsets
+  RecordFormat kv_format{}, key_format{};                            // filled by fill_offsets
   int32_t heads_per_block = 0;
   int32_t head_groups = 0;
   int32_t n_partials = 0;
@@ -56,9 +58,6 @@ struct WorkPlan {
 std::string check_layer(const ts_attention_layer& layer, const DeviceLimits& limits);
 // "" when the batch is well formed for the layer (same rules as the reference backend).
 std::string check_batch(const ts_attention_layer& layer, const ts_attention_batch& batch);
-// "" when `layout` is the bf16 format the kernels read: one record of `dim` bf16 values per entry
-// (payload then rope part, contiguous), no scales, 16-byte aligned records.
-std::string check_bf16_layout(const ts_kv_layout* layout, int32_t dim, const char* which);
 
 // Shared memory of one block of each kernel.
 size_t attention_smem_bytes(int32_t heads_per_block, int32_t head_dim);
@@ -70,7 +69,8 @@ size_t topk_smem_bytes(int32_t topk);
 WorkPlan build_work_plan(const ts_attention_layer& layer, const ts_attention_batch& batch,
                          const DeviceLimits& limits);
 
-// Turns slots into byte offsets of records in the pools. "" or the reason (negative slot).
+// Reads the layouts (read_layout) and turns slots into byte offsets of records in the pools. ""
+// or the reason (a layout the kernels cannot read, a negative slot).
 std::string fill_offsets(WorkPlan& plan, const ts_attention_layer& layer,
                          const ts_attention_batch& batch, const ts_kv_layout& main_layout,
                          const ts_kv_layout* index_layout);

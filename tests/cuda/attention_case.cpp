@@ -6,6 +6,9 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "fp8_layout.hpp"
+#include "indexer_codec.hpp"
+#include "latent_codec.hpp"
 #include "reference_kernels.hpp"
 
 namespace tessera::cudatest {
@@ -32,9 +35,31 @@ void fill_uniform(std::vector<float>& v, Random& rng, float lo, float hi, bool b
   }
 }
 
-// Pages of random bf16 records (every record, used or not).
+bool is_fp8(const ts_kv_layout& l) { return std::strcmp(l.payload_dtype, "fp8_e4m3") == 0; }
+
+// Every entry of fp8 pages encoded by kvcache_fp8's own codec from random rows whose scale
+// varies by entry (2^-3 .. 1), so the scale groups differ.
+std::vector<uint8_t> random_fp8_pool(const ts_kv_layout& l, int64_t pages, Random& rng) {
+  std::vector<uint8_t> pool(static_cast<size_t>(pages) * l.page_bytes);
+  const auto geometry = kvfp8::latent_geometry(l.dim, l.rope_dim);
+  std::vector<float> row(static_cast<size_t>(l.dim));
+  for (int64_t page = 0; page < pages; ++page)
+    for (int64_t e = 0; e < l.entries_per_page; ++e) {
+      const float magnitude = std::ldexp(1.0f, -static_cast<int>(rng.next() % 4));
+      for (float& x : row) x = magnitude * rng.uniform(-1.7f, 1.7f);
+      uint8_t* p = pool.data() + page * l.page_bytes;
+      if (l.stream == TS_KV_MAIN)
+        kvfp8::encode_latent(geometry, l.entries_per_page, row.data(), e, p);
+      else
+        kvfp8::encode_indexer_key(l.dim, l.entries_per_page, row.data(), e, p);
+    }
+  return pool;
+}
+
+// Pages of random records (every record, used or not).
 std::vector<uint8_t> random_pool(const ts_kv_layout& l, int64_t n_slots, Random& rng) {
   const int64_t pages = (n_slots + l.entries_per_page - 1) / l.entries_per_page;
+  if (is_fp8(l)) return random_fp8_pool(l, pages, rng);
   std::vector<uint8_t> pool(static_cast<size_t>(pages) * l.page_bytes);
   for (size_t i = 0; i + 1 < pool.size(); i += 2) {
     const uint16_t h = float_to_bf16(rng.uniform(-1.7f, 1.7f));
@@ -44,6 +69,17 @@ std::vector<uint8_t> random_pool(const ts_kv_layout& l, int64_t n_slots, Random&
 }
 
 std::vector<float> decode(const std::vector<uint8_t>& pool, const ts_kv_layout& l, int64_t slot) {
+  if (is_fp8(l)) {
+    std::vector<float> row(static_cast<size_t>(l.dim));
+    const uint8_t* page = pool.data() + slot / l.entries_per_page * l.page_bytes;
+    const int64_t entry = slot % l.entries_per_page;
+    if (l.stream == TS_KV_MAIN)
+      kvfp8::decode_latent(kvfp8::latent_geometry(l.dim, l.rope_dim), l.entries_per_page, page,
+                           entry, row.data());
+    else
+      kvfp8::decode_indexer_key(l.dim, l.entries_per_page, page, entry, row.data());
+    return row;
+  }
   const uint8_t* record = pool.data() + slot / l.entries_per_page * l.page_bytes +
                           l.payload_offset + slot % l.entries_per_page * l.payload_stride;
   std::vector<float> row(static_cast<size_t>(l.dim));
@@ -85,6 +121,14 @@ ts_kv_layout bf16_layout(int32_t stream, int32_t dim, int32_t rope_dim, int32_t 
   l.rope_stride = l.bytes_per_entry;
   std::strncpy(l.payload_dtype, "bf16", sizeof l.payload_dtype);
   std::strncpy(l.rope_dtype, "bf16", sizeof l.rope_dtype);
+  return l;
+}
+
+ts_kv_layout fp8_layout(int32_t stream, int32_t dim, int32_t rope_dim, int32_t entries_per_page) {
+  ts_kv_layout l{};
+  if (const std::string why = kvfp8::describe_layout(stream, dim, rope_dim, entries_per_page, l);
+      !why.empty())
+    throw std::invalid_argument("fp8_layout: " + why);
   return l;
 }
 
@@ -147,10 +191,10 @@ HostCase make_case(const CaseSpec& spec, uint64_t seed) {
   L.index_head_dim = spec.index_dim;
   L.index_topk = spec.topk;
   L.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.head_dim)));
-  c.main_layout = bf16_layout(TS_KV_MAIN, spec.head_dim, spec.rope_dim, spec.entries_per_page);
+  const auto layout = spec.fp8_cache ? fp8_layout : bf16_layout;
+  c.main_layout = layout(TS_KV_MAIN, spec.head_dim, spec.rope_dim, spec.entries_per_page);
   // Indexer keys: the runtime describes them with rope_dim = dim (docs/kvcache.md).
-  c.index_layout =
-      bf16_layout(TS_KV_INDEXER, spec.index_dim, spec.index_dim, spec.entries_per_page);
+  c.index_layout = layout(TS_KV_INDEXER, spec.index_dim, spec.index_dim, spec.entries_per_page);
 
   // Sequences, queries packed in order; slots are drawn from a shuffled range so that rows of
   // one sequence are scattered over pages.

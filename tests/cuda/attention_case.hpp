@@ -26,13 +26,14 @@ struct CaseSpec {
   std::vector<SequenceSpec> sequences;
   bool bf16_exact_q = true;  // queries exactly representable in bf16 (what the kernels multiply)
   bool heavy = false;        // too slow for the CPU emulator
+  bool fp8_cache = false;    // kvcache_fp8's records instead of bf16 ones
 };
 
 struct HostCase {
   CaseSpec spec;
   ts_attention_layer layer{};  // attn_sink: set by the caller (device memory)
   ts_kv_layout main_layout{}, index_layout{};
-  std::vector<uint8_t> main_pool, index_pool;  // bf16 pages
+  std::vector<uint8_t> main_pool, index_pool;  // bf16 or fp8 pages (spec.fp8_cache)
   std::vector<float> q;                        // [n_tokens, n_heads, head_dim]
   std::vector<float> index_q;                  // [n_tokens, index_heads, index_dim]
   std::vector<float> index_w;                  // [n_tokens, index_heads]
@@ -54,6 +55,8 @@ struct HostCase {
 
 // The layout kvcache_bf16's describe() gives for storage "bf16".
 ts_kv_layout bf16_layout(int32_t stream, int32_t dim, int32_t rope_dim, int32_t entries_per_page);
+// The layout kvcache_fp8's describe() gives (its own code: plugins/kvcache_fp8/fp8_layout.cpp).
+ts_kv_layout fp8_layout(int32_t stream, int32_t dim, int32_t rope_dim, int32_t entries_per_page);
 
 HostCase make_case(const CaseSpec& spec, uint64_t seed);
 

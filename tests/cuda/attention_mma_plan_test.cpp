@@ -156,19 +156,29 @@ void check_refusals() {
              std::string::npos,
          "too little shared memory refused");
 
+  RecordFormat f{};
   const ts_kv_layout bf16 = tessera::cudatest::bf16_layout(TS_KV_MAIN, 512, 64, 64);
-  expect(check_bf16_layout(&bf16, 512, "main").empty(), "bf16 layout accepted");
-  expect(!check_bf16_layout(&bf16, 256, "main").empty(), "dim mismatch refused");
-  ts_kv_layout fp8 = bf16;  // kvcache_fp8's shape: fp8 payload, bf16 rope, ue8m0 scales
-  std::strncpy(fp8.payload_dtype, "fp8_e4m3", sizeof fp8.payload_dtype);
-  std::strncpy(fp8.scale_dtype, "ue8m0", sizeof fp8.scale_dtype);
-  fp8.scale_stride = 584;
-  expect(check_bf16_layout(&fp8, 512, "main").find("'bf16'") != std::string::npos,
-         "fp8 layout refused");
+  expect(read_layout(&bf16, 512, "main", f).empty() && f.fp8 == 0, "bf16 layout accepted");
+  expect(!read_layout(&bf16, 256, "main", f).empty(), "dim mismatch refused");
+  const ts_kv_layout fp8 = tessera::cudatest::fp8_layout(TS_KV_MAIN, 512, 64, 64);
+  expect(read_layout(&fp8, 512, "main", f).empty() && f.fp8 == 1 && f.nope == 448 &&
+             f.record_bytes == 576 && f.scale_offset == 64 * 576 && f.scale_stride == 8,
+         "kvcache_fp8's Flash main layout accepted: 448 e4m3 + 64 bf16, 8 scale bytes");
+  const ts_kv_layout keys = tessera::cudatest::fp8_layout(TS_KV_INDEXER, 128, 128, 64);
+  expect(read_layout(&keys, 128, "indexer", f).empty() && f.fp8 == 1 && f.record_bytes == 128 &&
+             f.scale_offset == 64 * 128 && f.scale_stride == 4,
+         "kvcache_fp8's indexer layout accepted: 128 e4m3 + an fp32 scale");
+  const ts_kv_layout odd = tessera::cudatest::fp8_layout(TS_KV_MAIN, 128, 40, 64);
+  expect(read_layout(&odd, 128, "main", f).find("multiple of 16") != std::string::npos,
+         "fp8 entries of 88 e4m3 channels refused");
+  ts_kv_layout fp32 = bf16;  // kvcache_bf16 with storage = "fp32"
+  std::strncpy(fp32.payload_dtype, "fp32", sizeof fp32.payload_dtype);
+  expect(read_layout(&fp32, 512, "main", f).find("'bf16' and 'fp8'") != std::string::npos,
+         "fp32 layout refused");
   ts_kv_layout split = bf16;
   split.rope_offset = 4096;
-  expect(!check_bf16_layout(&split, 512, "main").empty(), "non-contiguous rope refused");
-  expect(!check_bf16_layout(nullptr, 512, "main").empty(), "missing layout refused");
+  expect(!read_layout(&split, 512, "main", f).empty(), "non-contiguous rope refused");
+  expect(!read_layout(nullptr, 512, "main", f).empty(), "missing layout refused");
 
   ts_attention_batch batch = c.batch();
   ts_attention_sequence seq = c.sequences[0];

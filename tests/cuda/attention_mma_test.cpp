@@ -49,6 +49,49 @@ std::vector<CaseSpec> all_cases() {
   add({"csa-q-not-bf16", 16, 128, 32, 16, 4, 8, 64, 12, 16, {{150, 1}, {40, 6}}, false});
   // models/tiny-dsv4's CSA layer: 4 heads x 64, rope 16, 4 indexer heads x 32, top-k 16.
   add({"tiny-dsv4-csa", 4, 64, 16, 128, 4, 4, 32, 16, 64, {{300, 1}, {0, 70}, {9, 5}}});
+  // The fp8 cache's records (kvcache_fp8), dequantised in the gather.
+  add({"tiny-dsv4-csa-fp8",
+       4,
+       64,
+       16,
+       128,
+       4,
+       4,
+       32,
+       16,
+       64,
+       {{300, 1}, {0, 70}, {9, 5}},
+       true,
+       false,
+       true});
+  add({"hca-small-fp8",
+       20,
+       128,
+       32,
+       16,
+       128,
+       0,
+       64,
+       1,
+       7,
+       {{1000, 1}, {250, 3}, {0, 5}},
+       true,
+       false,
+       true});
+  add({"flash-decode-csa-fp8",
+       64,
+       512,
+       64,
+       128,
+       4,
+       64,
+       128,
+       512,
+       64,
+       {{2100, 1}, {90, 1}},
+       true,
+       false,
+       true});
   add({"heads128-hca", 128, 64, 16, 32, 128, 0, 64, 1, 64, {{600, 2}, {0, 3}}});
   add({"flash-decode-csa", 64, 512, 64, 128, 4, 64, 128, 512, 64, {{2100, 1}, {700, 1}, {90, 1}}});
   add({"flash-decode-hca", 64, 512, 64, 128, 128, 64, 128, 512, 64, {{5000, 1}, {130, 1}}});
@@ -400,22 +443,20 @@ int check_refusals(const LoadedPlugin& plugin, const AttentionInstance& inst) {
   };
   ts_attention_inputs in = inputs_of(c, d);
 
-  ts_kv_layout fp8 = c.main_layout;  // shaped like kvcache_fp8: 584 B entries with scales
-  std::strncpy(fp8.payload_dtype, "fp8_e4m3", sizeof fp8.payload_dtype);
-  std::strncpy(fp8.scale_dtype, "ue8m0", sizeof fp8.scale_dtype);
-  fp8.scale_stride = 8;
-  in.kv.main_layout = &fp8;
-  expect("fp8 main cache", run(in, bytes, c.layer), TS_ERR_UNSUPPORTED, "bf16");
+  ts_kv_layout odd_fp8 = fp8_layout(TS_KV_MAIN, 128, 40, 16);  // 88 e4m3 channels
+  in.kv.main_layout = &odd_fp8;
+  expect("fp8 entries of 88 e4m3 channels", run(in, bytes, c.layer), TS_ERR_UNSUPPORTED,
+         "multiple of 16");
   ts_kv_layout fp32 = c.main_layout;  // kvcache_bf16 with storage = "fp32"
   std::strncpy(fp32.payload_dtype, "fp32", sizeof fp32.payload_dtype);
   std::strncpy(fp32.rope_dtype, "fp32", sizeof fp32.rope_dtype);
   in.kv.main_layout = &fp32;
   expect("bf16 plugin with fp32 storage", run(in, bytes, c.layer), TS_ERR_UNSUPPORTED, "bf16");
   in.kv.main_layout = &c.main_layout;
-  ts_kv_layout index_fp8 = c.index_layout;
-  std::strncpy(index_fp8.payload_dtype, "fp8_e4m3", sizeof index_fp8.payload_dtype);
-  in.kv.indexer_layout = &index_fp8;
-  expect("fp8 indexer cache", run(in, bytes, c.layer), TS_ERR_UNSUPPORTED, "indexer");
+  ts_kv_layout index_fp32 = c.index_layout;
+  std::strncpy(index_fp32.payload_dtype, "fp32", sizeof index_fp32.payload_dtype);
+  in.kv.indexer_layout = &index_fp32;
+  expect("fp32 indexer cache", run(in, bytes, c.layer), TS_ERR_UNSUPPORTED, "indexer");
   in.kv.indexer_layout = &c.index_layout;
   expect("workspace smaller than plan()", run(in, bytes - 1, c.layer), TS_ERR_INVALID_ARGUMENT,
          "workspace");

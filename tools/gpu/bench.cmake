@@ -2,7 +2,7 @@
 # enqueued kernels alone. Included by tools/gpu/CMakeLists.txt and tests/cuda/CMakeLists.txt
 # (so that CI compiles it); needs the lists of tests/cuda/sources.cmake.
 add_executable(attention_mma_bench ${CMAKE_CURRENT_LIST_DIR}/attention_mma_bench.cpp
-  ${TESSERA_MMA_DIR}/attention_enqueue.cpp ${TESSERA_MMA_DIR}/work_plan.cpp
+  ${TESSERA_MMA_DIR}/attention_enqueue.cpp ${TESSERA_MMA_DIR}/work_plan.cpp ${TESSERA_MMA_DIR}/kv_layouts.cpp
   ${TESSERA_MMA_KERNEL_SOURCES} ${TESSERA_CUDA_TEST_DIR}/test_device_cuda.cpp
   ${TESSERA_CUDA_TEST_CASE_SOURCES})
 target_include_directories(attention_mma_bench PRIVATE ${TESSERA_CUDA_TEST_INCLUDES})

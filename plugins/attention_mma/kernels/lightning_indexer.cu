@@ -3,8 +3,10 @@
 // Block = one IndexerItem (a range of one token's visible entries, 64 keys per tile, two cp.async
 // stages); warp w multiplies indexer heads [16 w, 16 w + 16) (q fragments stay in registers) with
 // the key tile, weights and ReLUs its 16 rows and sums them; the 4 warps' sums meet in shared
-// memory. Heads past index_n_heads have zero q and weight.
+// memory. Heads past index_n_heads have zero q and weight. Keys are bf16 records or fp8 codes
+// (their fp32 scale multiplies the key's score: fp8_gather.cuh).
 #include "device_primitives.cuh"
+#include "fp8_gather.cuh"
 #include "launch.hpp"
 
 namespace tessera::mma {
@@ -58,8 +60,12 @@ lightning_indexer_kernel(const IndexerParams p) {
     const int key = item.key_begin + tile * kKeys + load_key;
     if (key < item.key_end) {
       const unsigned char* src = p.index_pool + p.index_offsets[task.comp_base + key];
-      for (int c = load_sub; c < kChunks; c += kThreadsPerKey)
-        cp_async_16(dst + swizzled_chunk(load_key, c, kChunks), src + c * 16);
+      for (int c = load_sub; c < kChunks; c += kThreadsPerKey) {
+        if (p.key_format.fp8 != 0)
+          dequantize_chunk(dst + swizzled_chunk(load_key, c, kChunks), src + c * 8, 1.0f);
+        else
+          cp_async_16(dst + swizzled_chunk(load_key, c, kChunks), src + c * 16);
+      }
     } else {
       for (int c = load_sub; c < kChunks; c += kThreadsPerKey)
         *reinterpret_cast<uint4*>(dst + swizzled_chunk(load_key, c, kChunks)) =
@@ -114,6 +120,9 @@ lightning_indexer_kernel(const IndexerParams p) {
         float score = 0.0f;
 #pragma unroll
         for (int i = 0; i < kWarps; ++i) score += warp_sums[i * kKeys + tid];
+        if (p.key_format.fp8 != 0)
+          score *= *reinterpret_cast<const float*>(
+              record_scales(p.index_pool, p.index_offsets[task.comp_base + key], p.key_format));
         p.scores[task.score_base + key] = score;
       }
     }

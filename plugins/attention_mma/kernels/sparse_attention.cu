@@ -1,4 +1,5 @@
-// Sparse attention with an attention sink (DSV4.md §2.3 step 6) over bf16 latent-cache records,
+// Sparse attention with an attention sink (DSV4.md §2.3 step 6) over bf16 or fp8 latent-cache
+// records (the fp8 ones dequantised into the bf16 tile as they are gathered: fp8_gather.cuh),
 // on tensor cores (mma.sync m16n8k16, bf16 inputs, fp32 accumulation):
 //   s_j = scale * q_h . kv_j,   o_h = sum_j exp(s_j) kv_j / (sum_j exp(s_j) + exp(sink_h))
 // K == V: each gathered row is used for the scores and, through ldmatrix.trans, as the value.
@@ -10,6 +11,7 @@
 // probabilities through shared memory, and then each warp accumulates half of the value
 // channels. Online softmax in base 2 (FlashAttention-2, Dao 2023).
 #include "device_primitives.cuh"
+#include "fp8_gather.cuh"
 #include "launch.hpp"
 
 namespace tessera::mma {
@@ -71,16 +73,26 @@ sparse_attention_kernel(const AttentionParams p) {
     *reinterpret_cast<uint4*>(q_s + swizzled_chunk(r, c, kChunks)) = v;
   }
 
-  // Gather: each row of a tile is one 2*kDim-byte record somewhere in the pool.
+  // Gather: each row of a tile is one record somewhere in the pool: 2*kDim bf16 bytes, or nope
+  // e4m3 bytes (8 per chunk, scaled per 64 channels) then the rope's bf16 chunks.
   const int threads_per_row = n_threads / kRows;
   const int load_row = tid / threads_per_row, load_sub = tid % threads_per_row;
+  const int fp8_chunks = p.kv_format.fp8 != 0 ? p.kv_format.nope / 8 : 0;
   auto load_tile = [&](int tile, int stage) {
     unsigned char* dst = kv_s + stage * kRows * kDim * 2;
     const int row = item.row_begin + tile * kRows + load_row;
     if (row < item.row_end) {
-      const unsigned char* src = p.kv_pool + row_offset(p, task, item.task, row);
-      for (int c = load_sub; c < kChunks; c += threads_per_row)
-        cp_async_16(dst + swizzled_chunk(load_row, c, kChunks), src + c * 16);
+      const int64_t offset = row_offset(p, task, item.task, row);
+      const unsigned char* src = p.kv_pool + offset;
+      const unsigned char* scales =
+          fp8_chunks > 0 ? record_scales(p.kv_pool, offset, p.kv_format) : nullptr;
+      for (int c = load_sub; c < kChunks; c += threads_per_row) {
+        unsigned char* chunk = dst + swizzled_chunk(load_row, c, kChunks);
+        if (c < fp8_chunks)
+          dequantize_chunk(chunk, src + c * 8, formats::ue8m0_to_float(scales[c / 8]));
+        else
+          cp_async_16(chunk, src + fp8_chunks * 8 + (c - fp8_chunks) * 16);
+      }
     } else {  // rows past the end are zero: their probabilities are 0, and 0 * NaN would poison
       for (int c = load_sub; c < kChunks; c += threads_per_row)
         *reinterpret_cast<uint4*>(dst + swizzled_chunk(load_row, c, kChunks)) =
