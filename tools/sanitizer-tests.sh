@@ -47,7 +47,7 @@ opt=$([ "$mode" = thread ] && echo -O2 || echo -O1)
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt -g1 -DNDEBUG" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt -g1 -DNDEBUG" \
-  -DTESSERA_CUDA=OFF \
+  -DTESSERA_CUDA=OFF -DTESSERA_EMULATOR=OFF \
   -DTESSERA_FUZZ=OFF -DTESSERA_PYTHON="${TESSERA_VENV:-$here/.venv}/bin/python" \
   -DCMAKE_C_FLAGS="$flag -fno-omit-frame-pointer" -DCMAKE_CXX_FLAGS="$flag -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="$flag" -DCMAKE_SHARED_LINKER_FLAGS="$flag" \

@@ -21,6 +21,9 @@ BIN = os.environ.get("TESSERA_BIN", "")
 MODEL = os.environ.get("TESSERA_E2E_MODEL", "")
 PLUGINS = os.environ.get("TESSERA_E2E_PLUGINS", "")
 WORK = os.environ.get("TESSERA_E2E_WORK", tempfile.gettempdir())
+# The shipped checkpoint (models/tiny-dsv4): shapes every attention plugin takes.
+SHIPPED_MODEL = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "models",
+                                              "tiny-dsv4"))
 
 # Token texts the scripted sampler emits for a given seed (see scripts()).
 SCRIPT_TEXTS = [
@@ -64,7 +67,8 @@ class Server:
 
     def __init__(self, sampler="standard", frontend=None, limits=None, scheduler=None,
                  max_context=256, defaults=None, args=(), env=None, scripted=False,
-                 extra_toml="", cuda_module=None):
+                 extra_toml="", cuda_module=None, model=None, kv_cache="bf16",
+                 attention="reference", memory_gib=0.02):
         self.dir = tempfile.mkdtemp(prefix="server-", dir=self._work())
         self.port_file = os.path.join(self.dir, "port")
         self.log_path = os.path.join(self.dir, "serve.log")
@@ -80,12 +84,13 @@ class Server:
         dflt = {"temperature": 1.0, "max_tokens": 16}
         dflt.update(defaults or {})
         lines = [
-            "[model]", f"path = {toml_value(MODEL)}", f"max_context = {max_context}", "",
+            "[model]", f"path = {toml_value(model or MODEL)}", f"max_context = {max_context}", "",
             "[executor]"] + (
                 ['device = "cuda"', f"cuda_module = {toml_value(cuda_module)}"] if cuda_module
                 else ['device = "cpu"']) + ["threads = 1", "",
-            "[kv_cache]", 'plugin = "bf16"', "page_size = 16", "memory_gib = 0.02", "",
-            "[attention]", 'plugin = "reference"', "",
+            "[kv_cache]", f"plugin = {toml_value(kv_cache)}", "page_size = 16",
+            f"memory_gib = {toml_value(memory_gib)}", "",
+            "[attention]", f"plugin = {toml_value(attention)}", "",
             "[sampler]", f"plugin = {toml_value('scripted' if scripted else sampler)}", "",
             "[sampler.defaults]"] + [f"{k} = {toml_value(v)}" for k, v in dflt.items()] + [""]
         if scripted:
