@@ -235,6 +235,23 @@ INSTANTIATE_TEST_SUITE_P(AttentionTimesKv, DevicePairs,
                            return std::string(info.param.attention) + "_" + info.param.kv;
                          });
 
+// A pair the attention plugin declares it cannot read is refused when the rank's plugins are
+// created, naming both plugins: mma over the bf16 cache with storage = "fp32".
+TEST(DevicePairs, MmaOverFp32StorageIsRefusedAtStartUp) {
+  const auto f = testing::load_parity_fixture("tiny-fp8");
+  RuntimeOptions options = options_for(f.dir, R"({"storage":"fp32"})");
+  options.attention_plugin = "mma";
+  try {
+    DeviceEngine engine("emulated", options);
+    FAIL() << "mma over fp32 storage was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("attention plugin `mma`"), std::string::npos) << what;
+    EXPECT_NE(what.find("kv_cache `bf16`"), std::string::npos) << what;
+    EXPECT_NE(what.find("'fp32'"), std::string::npos) << what;
+  }
+}
+
 // The shipped bf16 model: greedy continuations of two prompts on the emulated device equal the
 // host forward's, token for token (bf16 cache on both sides).
 TEST(DeviceModelShipped, GreedyTokensEqualTheHostForward) {

@@ -1,11 +1,46 @@
 #include "runtime/rank_kv.hpp"
 
 #include <cmath>
+#include <string>
 
 #include "device/plugin_device.hpp"
 #include "util/check.hpp"
 
 namespace tessera {
+namespace {
+
+std::string dtype_of(const char (&name)[16]) { return std::string(name, strnlen(name, 16)); }
+
+// Whether `list` (a capabilities array of strings) holds `value`; true when there is no list.
+bool allows(const nlohmann::json& caps, const char* key, const std::string& value) {
+  const auto it = caps.find(key);
+  if (it == caps.end() || !it->is_array()) return true;
+  for (const auto& v : *it)
+    if (v.is_string() && v.get<std::string>() == value) return true;
+  return false;
+}
+
+// Refuses at start-up an attention plugin that declares which kv-cache formats
+// ("kv_formats": plugin names) or payload dtypes ("kv_payload_dtypes") it reads, paired with a
+// cache it does not: the message names both plugins and what each side has.
+void check_pair(const LoadedPlugin& attention, const LoadedPlugin& kv, const KvFormat& format) {
+  const nlohmann::json& caps = attention.capabilities;
+  const std::string kv_name(kv.name()), attention_name(attention.name());
+  if (!allows(caps, "kv_formats", kv_name))
+    throw Error("attention plugin `" + attention_name + "` reads the kv-cache formats " +
+                caps["kv_formats"].dump() + "; kv_cache.plugin `" + kv_name +
+                "` is not one of them: choose one of those, or attention `reference`");
+  for (const ts_kv_layout* layout : {&format.main_layout(), &format.indexer_layout()}) {
+    const std::string payload = dtype_of(layout->payload_dtype);
+    if (!allows(caps, "kv_payload_dtypes", payload))
+      throw Error("attention plugin `" + attention_name + "` reads kv payloads " +
+                  caps["kv_payload_dtypes"].dump() + "; kv_cache `" + kv_name +
+                  "` with these options stores '" + payload + "' (storage = \"fp32\" is for " +
+                  "parity tests with attention `reference`)");
+  }
+}
+
+}  // namespace
 
 RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
                       const dsv4::ModelConfig& config, device::Device* device,
@@ -20,8 +55,9 @@ RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
                       where),
       static_cast<int32_t>(config.head_dim), static_cast<int32_t>(config.rope_dim),
       static_cast<int32_t>(config.index_head_dim), static_cast<int32_t>(options.page_size));
-  kv.attention = registry.create(registry.find(TS_KIND_ATTENTION, options.attention_plugin),
-                                 options.attention_options_json, where);
+  const LoadedPlugin& attention = registry.find(TS_KIND_ATTENTION, options.attention_plugin);
+  check_pair(attention, registry.find(TS_KIND_KV_CACHE, options.kv_plugin), *kv.format);
+  kv.attention = registry.create(attention, options.attention_options_json, where);
 
   const int64_t max_context =
       options.max_context > 0 ? options.max_context : config.max_position_embeddings;
