@@ -8,6 +8,8 @@ the kernels a GPU runs.
 - The seeds' swap on the shipped model (models/tiny-dsv4): every attention x kv-cache pair
   (reference | mma) x (bf16 | fp8) serves the greedy completion the CPU server with the reference
   attention and the same cache gives (the CPU has no mma).
+- `tessera generate` with mma over the fp8 cache on the emulator prints the CPU oracle's text,
+  and only the text, on stdout.
 - `tessera ab` between mma and reference over the fp8 cache on the emulator: teacher-forced
   top-1 agreement 100% and mean KL below 1e-5 (measured: ~2e-7)."""
 import json
@@ -99,6 +101,23 @@ class AttentionTimesKvServeTest(unittest.TestCase):
                     got, m = greedy(server, PROMPTS[0], max_tokens=4)
                     self.assertEqual((got, m), (want, n))
                     self.assertIn(f"attention `{attention}`", server.log())
+
+
+class GenerateTest(unittest.TestCase):
+    def test_generate_with_mma_over_fp8_prints_the_cpu_oracles_text(self):
+        shipped = dict(model=harness.SHIPPED_MODEL, memory_gib=0.05, kv_cache="fp8")
+        configs = {"cpu": harness.Server(**shipped).config_path,
+                   "emulated": harness.Server(cuda_module="emulated", attention="mma",
+                                              **shipped).config_path}
+        text = {}
+        for where, config in configs.items():
+            run = subprocess.run([harness.BIN, "generate", "-c", config, "-p", PROMPTS[1],
+                                  "--max-tokens", "4", "--temperature", "0"],
+                                 capture_output=True, text=True, timeout=300)
+            self.assertEqual(run.returncode, 0, run.stderr[-4000:])
+            text[where] = run.stdout
+        self.assertTrue(text["cpu"].strip())
+        self.assertEqual(text["emulated"], text["cpu"])
 
 
 class MmaAgainstReferenceAbTest(unittest.TestCase):
