@@ -10,7 +10,9 @@
 //   - run() enqueues on device.stream and returns without waiting; the only host-to-device copy
 //     is the work description (a few bytes per token and per slot), from pageable memory.
 //   - The plugin allocates no device memory: the caller sizes the workspace with plan().
+#include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention_enqueue.hpp"
@@ -29,12 +31,43 @@ using tessera::sdk::fail;
 using tessera::sdk::ok;
 namespace mma = tessera::mma;
 
+// What a work plan depends on besides the device limits: the layer's shapes and every
+// sequence's extent (not its slots, which only fill_offsets reads).
+std::vector<int64_t> plan_key(const ts_attention_layer& l, const ts_attention_batch& b) {
+  std::vector<int64_t> key = {l.n_heads,        l.head_dim,      l.rope_dim,       l.window,
+                              l.compress_ratio, l.index_n_heads, l.index_head_dim, l.index_topk,
+                              b.n_sequences,    b.n_tokens};
+  for (int32_t i = 0; i < b.n_sequences; ++i) {
+    const ts_attention_sequence& q = b.sequences[i];
+    key.insert(key.end(), {q.query_offset, q.n_queries, q.first_position, q.window_first_position,
+                           q.n_compressed});
+  }
+  return key;
+}
+
 struct MmaAttention {
   tessera::sdk::Logger log;
   int32_t ordinal = 0;
   mma::DeviceLimits limits;
   std::vector<uint8_t> staging;  // host image of the workspace's metadata sections
+  // The latest work plans by key, newest last: every layer of one ratio in a step has the same
+  // key, so a step plans once per ratio (plan() and run() of each layer find it here).
+  std::deque<std::pair<std::vector<int64_t>, mma::WorkPlan>> plans;
 };
+
+constexpr size_t kCachedPlans = 4;  // ratios 0, 4 and 128, and one spare
+
+// The work plan of (layer, batch), built once per key. Precondition: check_layer and
+// check_batch returned "".
+mma::WorkPlan& plan_for(MmaAttention& impl, const ts_attention_layer& layer,
+                        const ts_attention_batch& batch) {
+  std::vector<int64_t> key = plan_key(layer, batch);
+  for (auto& [cached, plan] : impl.plans)
+    if (cached == key) return plan;
+  if (impl.plans.size() == kCachedPlans) impl.plans.pop_front();
+  impl.plans.emplace_back(std::move(key), mma::build_work_plan(layer, batch, impl.limits));
+  return impl.plans.back().second;
+}
 
 std::string cuda_error(const std::string& what, cudaError_t e) {
   return what + ": " + cudaGetErrorString(e);
@@ -174,12 +207,12 @@ ts_status plan(ts_instance* self, const ts_attention_layer* layer, const ts_atte
   return tessera::sdk::guarded([&]() -> ts_status {
     if (layer == nullptr || batch == nullptr || workspace_bytes == nullptr)
       return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch or workspace_bytes");
-    const MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
+    MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
     if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
       return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
     if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
       return fail(TS_ERR_INVALID_ARGUMENT, why);
-    *workspace_bytes = mma::build_work_plan(*layer, *batch, impl.limits).workspace.total;
+    *workspace_bytes = plan_for(impl, *layer, *batch).workspace.total;
     return ok();
   });
 }
@@ -206,7 +239,7 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
     if (std::string why = check_pointers(*layer, *in, *out); !why.empty())
       return fail(TS_ERR_INVALID_ARGUMENT, why);
     const bool csa = layer->compress_ratio == 4;
-    mma::WorkPlan plan = mma::build_work_plan(*layer, *batch, impl.limits);
+    mma::WorkPlan& plan = plan_for(impl, *layer, *batch);
     if (std::string why = mma::fill_offsets(plan, *layer, *batch, *in->kv.main_layout,
                                             csa ? in->kv.indexer_layout : nullptr);
         !why.empty())
