@@ -9,11 +9,9 @@
 // tests against fp32 references (transformers) need. It is not a serving format.
 //
 // CUDA devices: rows and pool in device memory, slots in host memory (plugin_abi.h, ts_device).
-// The kernels live in the plugin's CUDA module (cuda/, loaded on the first CUDA call:
-// plugins/common/cuda_sibling.hpp) and write the same bytes as the CPU path. store() first copies
-// the rows to the host and waits for the stream, so that non-finite input is refused, with the
-// same message, before anything is written; then it enqueues the writes on device.stream and
-// returns. load() only enqueues.
+// The kernels live in the plugin's CUDA module (cuda/, opened on the first CUDA call) and write
+// the same bytes as the CPU path; plugins/common/kv_cuda_path.hpp does the rest (the refusal of
+// non-finite input, with the same message, before anything is written).
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -21,7 +19,7 @@
 #include <vector>
 
 #include "bf16_cuda_api.h"
-#include "cuda_sibling.hpp"
+#include "kv_cuda_path.hpp"
 #include "tessera/finite_values.hpp"
 #include "tessera/plugin_sdk.hpp"
 #include "tessera/simd_clones.hpp"
@@ -31,13 +29,12 @@ namespace {
 using tessera::sdk::fail;
 using tessera::sdk::ok;
 
-using CudaModule = tessera::sdk::CudaSibling<ts_bf16_cuda_api>;
+using CudaPath = tessera::sdk::KvCudaPath<ts_bf16_cuda_api, ts_bf16_records>;
 
 struct Bf16Cache {
   tessera::sdk::Logger log;
-  bool fp32 = false;  // storage = "fp32"
-  int32_t cuda_build = TS_CUDA_BUILD_NATIVE;
-  std::unique_ptr<CudaModule> cuda;  // loaded on the first call with a CUDA device
+  bool fp32 = false;               // storage = "fp32"
+  std::unique_ptr<CudaPath> cuda;  // its module is opened on the first call with a CUDA device
 };
 
 Bf16Cache& cache(ts_instance* self) { return tessera::sdk::self<Bf16Cache>(self); }
@@ -144,16 +141,6 @@ ts_status refuse_non_finite(const float* rows, int64_t n, int64_t dim) {
                                   ", channel " + std::to_string(i % dim));
 }
 
-// The plugin's CUDA module and a check of device `ordinal`, or a refusal naming what is missing.
-ts_status cuda_module(Bf16Cache& impl, int32_t ordinal, const ts_bf16_cuda_api** api) {
-  std::string why;
-  *api = impl.cuda->get(reinterpret_cast<const void*>(&refuse_non_finite), impl.cuda_build, why);
-  if (*api == nullptr) return fail(TS_ERR_UNSUPPORTED, "bf16 cache on CUDA: " + why);
-  if (const char* e = (*api)->check_device(ordinal); e != nullptr)
-    return fail(TS_ERR_UNSUPPORTED, std::string("bf16 cache: ") + e);
-  return ok();
-}
-
 ts_bf16_records records_of(const Bf16Cache& impl, const ts_kv_layout& l) {
   return ts_bf16_records{l.dim,
                          l.entries_per_page,
@@ -163,47 +150,6 @@ ts_bf16_records records_of(const Bf16Cache& impl, const ts_kv_layout& l) {
                          impl.fp32 ? 4 : 2};
 }
 
-ts_status check_device_memory(const ts_bf16_cuda_api& api, const void* rows, const void* pool) {
-  if (!api.is_device_memory(rows))
-    return fail(TS_ERR_INVALID_ARGUMENT, "rows is host memory; a CUDA device needs device memory");
-  if (!api.is_device_memory(pool))
-    return fail(TS_ERR_INVALID_ARGUMENT, "pool is host memory; a CUDA device needs device memory");
-  return ok();
-}
-
-ts_status store_on_device(Bf16Cache& impl, const ts_kv_layout& layout, const float* rows, int64_t n,
-                          const int64_t* slots, uint8_t* pool, ts_device device) {
-  if (n == 0) return ok();
-  const ts_bf16_cuda_api* api = nullptr;
-  if (ts_status s = cuda_module(impl, device.ordinal, &api); s.code != TS_OK) return s;
-  if (ts_status s = check_device_memory(*api, rows, pool); s.code != TS_OK) return s;
-  const int64_t dim = layout.dim;
-  std::vector<float> host(static_cast<size_t>(n * dim));
-  if (const char* e = api->copy_to_host(device.ordinal, device.stream, host.data(), rows,
-                                        host.size() * sizeof(float));
-      e != nullptr)
-    return fail(TS_ERR_INTERNAL, std::string("bf16 store: ") + e);
-  if (!rows_finite(host.data(), n * dim)) return refuse_non_finite(host.data(), n, dim);
-  const ts_bf16_records records = records_of(impl, layout);
-  if (const char* e = api->store(device.ordinal, device.stream, &records, rows, n, slots, pool);
-      e != nullptr)
-    return fail(TS_ERR_INTERNAL, std::string("bf16 store: ") + e);
-  return ok();
-}
-
-ts_status load_on_device(Bf16Cache& impl, const ts_kv_layout& layout, const uint8_t* pool,
-                         const int64_t* slots, int64_t n, float* rows, ts_device device) {
-  if (n == 0) return ok();
-  const ts_bf16_cuda_api* api = nullptr;
-  if (ts_status s = cuda_module(impl, device.ordinal, &api); s.code != TS_OK) return s;
-  if (ts_status s = check_device_memory(*api, rows, pool); s.code != TS_OK) return s;
-  const ts_bf16_records records = records_of(impl, layout);
-  if (const char* e = api->load(device.ordinal, device.stream, &records, pool, slots, n, rows);
-      e != nullptr)
-    return fail(TS_ERR_INTERNAL, std::string("bf16 load: ") + e);
-  return ok();
-}
-
 ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
                 const int64_t* slots, uint8_t* pool, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
@@ -211,7 +157,9 @@ ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows
       return s;
     }
     if (device.type == TS_DEVICE_CUDA) {
-      return store_on_device(cache(self), *layout, rows, n, slots, pool, device);
+      return cache(self).cuda->store(
+          records_of(cache(self), *layout), rows, n, layout->dim, slots, pool, device,
+          [&](const float* host_rows) { return refuse_non_finite(host_rows, n, layout->dim); });
     }
     const int64_t dim = layout->dim;
     // Validate everything before writing anything; the first bad value named.
@@ -246,7 +194,7 @@ ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* poo
       return s;
     }
     if (device.type == TS_DEVICE_CUDA) {
-      return load_on_device(cache(self), *layout, pool, slots, n, rows, device);
+      return cache(self).cuda->load(records_of(cache(self), *layout), pool, slots, n, rows, device);
     }
     const int64_t dim = layout->dim;
     for (int64_t i = 0; i < n; ++i) {
@@ -282,15 +230,17 @@ ts_status check_support(const char*, ts_device device) {
 ts_status create(const ts_host_api* host, const char* options_json, ts_device device,
                  ts_instance** out) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    Bf16Cache impl{tessera::sdk::Logger(host, "bf16"), false, tessera::sdk::cuda_build_of(host),
-                   std::make_unique<CudaModule>("tessera_kvcache_bf16", TS_BF16_CUDA_ENTRY_SYMBOL)};
+    Bf16Cache impl{
+        tessera::sdk::Logger(host, "bf16"), false,
+        std::make_unique<CudaPath>("bf16", "tessera_kvcache_bf16", TS_BF16_CUDA_ENTRY_SYMBOL, host,
+                                   reinterpret_cast<const void*>(&refuse_non_finite))};
     if (options_json != nullptr && *options_json != 0) {
       const auto options = nlohmann::json::parse(options_json);
       impl.fp32 = options.value("storage", std::string("bf16")) == "fp32";
     }
     if (device.type == TS_DEVICE_CUDA) {
       const ts_bf16_cuda_api* api = nullptr;
-      if (ts_status s = cuda_module(impl, device.ordinal, &api); s.code != TS_OK) {
+      if (ts_status s = impl.cuda->open(device.ordinal, &api); s.code != TS_OK) {
         return s;
       }
     }

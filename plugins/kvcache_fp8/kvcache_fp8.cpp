@@ -6,21 +6,19 @@
 // any memory).
 //
 // CUDA devices: rows and pool in device memory, slots in host memory (plugin_abi.h, ts_device).
-// The kernels live in the plugin's CUDA module (cuda/, loaded on the first CUDA call:
-// plugins/common/cuda_sibling.hpp) and write the same bytes as the CPU path. store() first copies
-// the rows to the host and waits for the stream, so that non-finite input is refused, with the
-// same message, before anything is written; then it enqueues the writes on device.stream and
-// returns. load() only enqueues.
+// The kernels live in the plugin's CUDA module (cuda/, opened on the first CUDA call) and write
+// the same bytes as the CPU path; plugins/common/kv_cuda_path.hpp does the rest (the refusal of
+// non-finite input, with the same message, before anything is written).
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "cuda_sibling.hpp"
 #include "fp8_cuda_api.h"
 #include "fp8_layout.hpp"
 #include "indexer_codec.hpp"
+#include "kv_cuda_path.hpp"
 #include "latent_codec.hpp"
 #include "tessera/finite_values.hpp"
 #include "tessera/plugin_sdk.hpp"
@@ -32,12 +30,11 @@ using tessera::sdk::fail;
 using tessera::sdk::ok;
 namespace fp8 = tessera::kvfp8;
 
-using CudaModule = tessera::sdk::CudaSibling<ts_fp8_cuda_api>;
+using CudaPath = tessera::sdk::KvCudaPath<ts_fp8_cuda_api, ts_fp8_records>;
 
 struct Fp8Cache {
   tessera::sdk::Logger log;
-  int32_t cuda_build = TS_CUDA_BUILD_NATIVE;
-  std::unique_ptr<CudaModule> cuda;  // loaded on the first call with a CUDA device
+  std::unique_ptr<CudaPath> cuda;  // its module is opened on the first call with a CUDA device
 };
 
 Fp8Cache& cache(ts_instance* self) { return tessera::sdk::self<Fp8Cache>(self); }
@@ -91,58 +88,9 @@ ts_status refuse_non_finite(const float* rows, int64_t n, int64_t dim, const int
                                   std::to_string(i % dim) + "; nothing was written");
 }
 
-// The plugin's CUDA module and a check of device `ordinal`, or a refusal naming what is missing.
-ts_status cuda_module(Fp8Cache& impl, int32_t ordinal, const ts_fp8_cuda_api** api) {
-  std::string why;
-  *api = impl.cuda->get(reinterpret_cast<const void*>(&refuse_non_finite), impl.cuda_build, why);
-  if (*api == nullptr) return fail(TS_ERR_UNSUPPORTED, "fp8 cache on CUDA: " + why);
-  if (const char* e = (*api)->check_device(ordinal); e != nullptr)
-    return fail(TS_ERR_UNSUPPORTED, std::string("fp8 cache: ") + e);
-  return ok();
-}
-
-ts_status check_device_memory(const ts_fp8_cuda_api& api, const void* rows, const void* pool) {
-  if (!api.is_device_memory(rows))
-    return fail(TS_ERR_INVALID_ARGUMENT, "rows is host memory; a CUDA device needs device memory");
-  if (!api.is_device_memory(pool))
-    return fail(TS_ERR_INVALID_ARGUMENT, "pool is host memory; a CUDA device needs device memory");
-  return ok();
-}
-
 ts_fp8_records records_of(const ts_kv_layout& l) {
   return ts_fp8_records{l.stream == TS_KV_INDEXER ? 1 : 0, l.dim, l.rope_dim, l.entries_per_page,
                         l.page_bytes};
-}
-
-ts_status store_on_device(Fp8Cache& impl, const ts_kv_layout& layout, const float* rows, int64_t n,
-                          const int64_t* slots, uint8_t* pool, ts_device device) {
-  const ts_fp8_cuda_api* api = nullptr;
-  if (ts_status s = cuda_module(impl, device.ordinal, &api); s.code != TS_OK) return s;
-  if (ts_status s = check_device_memory(*api, rows, pool); s.code != TS_OK) return s;
-  const int64_t dim = layout.dim;
-  std::vector<float> host(static_cast<size_t>(n * dim));
-  if (const char* e = api->copy_to_host(device.ordinal, device.stream, host.data(), rows,
-                                        host.size() * sizeof(float));
-      e != nullptr)
-    return fail(TS_ERR_INTERNAL, std::string("fp8 store: ") + e);
-  if (!rows_finite(host.data(), n * dim)) return refuse_non_finite(host.data(), n, dim, slots);
-  const ts_fp8_records records = records_of(layout);
-  if (const char* e = api->store(device.ordinal, device.stream, &records, rows, n, slots, pool);
-      e != nullptr)
-    return fail(TS_ERR_INTERNAL, std::string("fp8 store: ") + e);
-  return ok();
-}
-
-ts_status load_on_device(Fp8Cache& impl, const ts_kv_layout& layout, const uint8_t* pool,
-                         const int64_t* slots, int64_t n, float* rows, ts_device device) {
-  const ts_fp8_cuda_api* api = nullptr;
-  if (ts_status s = cuda_module(impl, device.ordinal, &api); s.code != TS_OK) return s;
-  if (ts_status s = check_device_memory(*api, rows, pool); s.code != TS_OK) return s;
-  const ts_fp8_records records = records_of(layout);
-  if (const char* e = api->load(device.ordinal, device.stream, &records, pool, slots, n, rows);
-      e != nullptr)
-    return fail(TS_ERR_INTERNAL, std::string("fp8 load: ") + e);
-  return ok();
 }
 
 ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
@@ -152,7 +100,10 @@ ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows
       return s;
     if (n == 0) return ok();
     if (device.type == TS_DEVICE_CUDA)
-      return store_on_device(cache(self), *layout, rows, n, slots, pool, device);
+      return cache(self).cuda->store(records_of(*layout), rows, n, layout->dim, slots, pool, device,
+                                     [&](const float* host_rows) {
+                                       return refuse_non_finite(host_rows, n, layout->dim, slots);
+                                     });
     const int64_t dim = layout->dim;
     // Validate everything before writing anything.
     if (!rows_finite(rows, n * dim)) return refuse_non_finite(rows, n, dim, slots);
@@ -177,7 +128,7 @@ ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* poo
       return s;
     if (n == 0) return ok();
     if (device.type == TS_DEVICE_CUDA)
-      return load_on_device(cache(self), *layout, pool, slots, n, rows, device);
+      return cache(self).cuda->load(records_of(*layout), pool, slots, n, rows, device);
     const int64_t dim = layout->dim;
     const int64_t per_page = layout->entries_per_page;
     const auto geometry = fp8::latent_geometry(dim, layout->rope_dim);
@@ -210,11 +161,13 @@ ts_status check_support(const char*, ts_device device) {
 
 ts_status create(const ts_host_api* host, const char*, ts_device device, ts_instance** out) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    Fp8Cache impl{tessera::sdk::Logger(host, "fp8"), tessera::sdk::cuda_build_of(host),
-                  std::make_unique<CudaModule>("tessera_kvcache_fp8", TS_FP8_CUDA_ENTRY_SYMBOL)};
+    Fp8Cache impl{
+        tessera::sdk::Logger(host, "fp8"),
+        std::make_unique<CudaPath>("fp8", "tessera_kvcache_fp8", TS_FP8_CUDA_ENTRY_SYMBOL, host,
+                                   reinterpret_cast<const void*>(&refuse_non_finite))};
     if (device.type == TS_DEVICE_CUDA) {
       const ts_fp8_cuda_api* api = nullptr;
-      if (ts_status s = cuda_module(impl, device.ordinal, &api); s.code != TS_OK) return s;
+      if (ts_status s = impl.cuda->open(device.ordinal, &api); s.code != TS_OK) return s;
     }
     return tessera::sdk::create_instance<Fp8Cache>(out, std::move(impl));
   });

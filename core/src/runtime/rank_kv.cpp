@@ -11,12 +11,14 @@ namespace {
 
 std::string dtype_of(const char (&name)[16]) { return std::string(name, strnlen(name, 16)); }
 
-// Whether `list` (a capabilities array of strings) holds `value`; true when there is no list.
+// Whether the capabilities array `key` (of strings) holds `value` or "any"; true when there is
+// no such array.
 bool allows(const nlohmann::json& caps, const char* key, const std::string& value) {
   const auto it = caps.find(key);
   if (it == caps.end() || !it->is_array()) return true;
   for (const auto& v : *it)
-    if (v.is_string() && v.get<std::string>() == value) return true;
+    if (v.is_string() && (v.get<std::string>() == value || v.get<std::string>() == "any"))
+      return true;
   return false;
 }
 
