@@ -1,0 +1,45 @@
+// The C table of a kv-cache plugin's CUDA module (shape of ts_bf16_cuda_api / ts_fp8_cuda_api):
+// check_device, is_device_memory, copy_to_host and store / load running the module's launchers
+// over the slots in chunks (cuda_slot_chunks.hpp). A module's entry point returns
+// &KvModule<Api, Records, its_store_launcher, its_load_launcher>::kTable. Included by module
+// sources only (nvcc or the SIMT emulator's C++ build).
+#pragma once
+
+#include "cuda_slot_chunks.hpp"
+
+namespace tessera::cuda_module {
+
+template <class Records>
+using StoreLauncher = cudaError_t (*)(const Records&, const float*, const SlotChunk&, int, uint8_t*,
+                                      cudaStream_t);
+template <class Records>
+using LoadLauncher = cudaError_t (*)(const Records&, const uint8_t*, const SlotChunk&, int, float*,
+                                     cudaStream_t);
+
+template <class Api, class Records, StoreLauncher<Records> kStore, LoadLauncher<Records> kLoad>
+struct KvModule {
+  // rows [n, records->dim] (device) -> the records of slots[0..n), enqueued.
+  static const char* store(int32_t ordinal, void* stream, const Records* records, const float* rows,
+                           int64_t n, const int64_t* slots, uint8_t* pool) {
+    return in_slot_chunks(ordinal, slots, n, "launching the store kernel",
+                          [&](const SlotChunk& chunk, int64_t first, int count) {
+                            return kStore(*records, rows + first * records->dim, chunk, count, pool,
+                                          static_cast<cudaStream_t>(stream));
+                          });
+  }
+
+  // The records of slots[0..n) -> rows [n, records->dim] (device), enqueued.
+  static const char* load(int32_t ordinal, void* stream, const Records* records,
+                          const uint8_t* pool, const int64_t* slots, int64_t n, float* rows) {
+    return in_slot_chunks(ordinal, slots, n, "launching the load kernel",
+                          [&](const SlotChunk& chunk, int64_t first, int count) {
+                            return kLoad(*records, pool, chunk, count, rows + first * records->dim,
+                                         static_cast<cudaStream_t>(stream));
+                          });
+  }
+
+  static constexpr Api kTable = {sizeof(Api),  check_device, is_device_memory,
+                                 copy_to_host, store,        load};
+};
+
+}  // namespace tessera::cuda_module
