@@ -50,48 +50,14 @@ std::vector<CaseSpec> all_cases() {
   // models/tiny-dsv4's CSA layer: 4 heads x 64, rope 16, 4 indexer heads x 32, top-k 16.
   add({"tiny-dsv4-csa", 4, 64, 16, 128, 4, 4, 32, 16, 64, {{300, 1}, {0, 70}, {9, 5}}});
   // The fp8 cache's records (kvcache_fp8), dequantised in the gather.
-  add({"tiny-dsv4-csa-fp8",
-       4,
-       64,
-       16,
-       128,
-       4,
-       4,
-       32,
-       16,
-       64,
-       {{300, 1}, {0, 70}, {9, 5}},
-       true,
-       false,
-       true});
-  add({"hca-small-fp8",
-       20,
-       128,
-       32,
-       16,
-       128,
-       0,
-       64,
-       1,
-       7,
-       {{1000, 1}, {250, 3}, {0, 5}},
-       true,
-       false,
-       true});
-  add({"flash-decode-csa-fp8",
-       64,
-       512,
-       64,
-       128,
-       4,
-       64,
-       128,
-       512,
-       64,
-       {{2100, 1}, {90, 1}},
-       true,
-       false,
-       true});
+  auto fp8 = [](CaseSpec c) {
+    c.name += "-fp8";
+    c.fp8_cache = true;
+    return c;
+  };
+  add(fp8({"tiny-dsv4-csa", 4, 64, 16, 128, 4, 4, 32, 16, 64, {{300, 1}, {0, 70}, {9, 5}}}));
+  add(fp8({"hca-small", 20, 128, 32, 16, 128, 0, 64, 1, 7, {{1000, 1}, {250, 3}, {0, 5}}}));
+  add(fp8({"flash-decode-csa", 64, 512, 64, 128, 4, 64, 128, 512, 64, {{2100, 1}, {90, 1}}}));
   add({"heads128-hca", 128, 64, 16, 32, 128, 0, 64, 1, 64, {{600, 2}, {0, 3}}});
   add({"flash-decode-csa", 64, 512, 64, 128, 4, 64, 128, 512, 64, {{2100, 1}, {700, 1}, {90, 1}}});
   add({"flash-decode-hca", 64, 512, 64, 128, 128, 64, 128, 512, 64, {{5000, 1}, {130, 1}}});
