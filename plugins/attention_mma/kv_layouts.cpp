@@ -51,7 +51,7 @@ std::string read_fp8_main(const ts_kv_layout& l, int32_t dim, const char* which,
   if (nope % 16 != 0)
     return std::string(which) + " cache: fp8 entries need a multiple of 16 e4m3 channels " +
            "(head_dim - rope_dim = " + str(nope) + ")";
-  const uint64_t record = static_cast<uint64_t>(nope + 2 * l.rope_dim);
+  const auto record = static_cast<uint64_t>(nope + 2 * static_cast<int64_t>(l.rope_dim));
   if (l.payload_offset != 0 || l.payload_stride != record ||
       l.rope_offset != static_cast<uint64_t>(nope) || l.rope_stride != record)
     return std::string(which) + " cache: fp8 records are not nope e4m3 bytes followed by the " +
