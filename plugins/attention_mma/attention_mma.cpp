@@ -2,8 +2,8 @@
 // (mma_plugin.cpp forwards to it; tools/gpu builds it as a plugin of its own): the lightning
 // indexer over the visible compressed entries, a top-k per token, then sparse attention with the
 // sink over window + chosen compressed rows, as tensor-core kernels (mma.sync m16n8k16, bf16 x bf16
-// -> fp32) reading the bf16 latent cache pages in device memory. Same contract and results as the
-// reference backend (docs/cuda.md):
+// -> fp32) reading the bf16 or fp8 latent cache pages in device memory. Same contract and results
+// as the reference backend (docs/cuda.md):
 //   - device.type CUDA: q, index_q, index_w, kv_pool, index_pool, layer->attn_sink, out->out,
 //     out->selected and the workspace are device memory of device.ordinal; the batch and its
 //     slot arrays are host memory (as for plan()).
@@ -132,14 +132,15 @@ std::string check_device_pointer(const void* p, const char* name) {
   return "";
 }
 
-// The kv-cache formats: "bf16" and "fp8" records (kv_layouts.hpp; TS_ERR_UNSUPPORTED otherwise).
-std::string check_layouts(const ts_attention_layer& layer, const ts_attention_inputs& in) {
-  mma::RecordFormat format{};
-  if (std::string why = mma::read_layout(in.kv.main_layout, layer.head_dim, "main", format);
+// The kv-cache formats into the plan: "bf16" and "fp8" records (kv_layouts.hpp;
+// TS_ERR_UNSUPPORTED otherwise).
+std::string read_layouts(const ts_attention_layer& layer, const ts_attention_inputs& in,
+                         mma::WorkPlan& plan) {
+  if (std::string why = mma::read_layout(in.kv.main_layout, layer.head_dim, "main", plan.kv_format);
       !why.empty())
     return why;
   if (layer.compress_ratio == 4)
-    return mma::read_layout(in.kv.indexer_layout, layer.index_head_dim, "indexer", format);
+    return mma::read_layout(in.kv.indexer_layout, layer.index_head_dim, "indexer", plan.key_format);
   return "";
 }
 
@@ -234,12 +235,12 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
       return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
     if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
       return fail(TS_ERR_INVALID_ARGUMENT, why);
-    if (std::string why = check_layouts(*layer, *in); !why.empty())
+    mma::WorkPlan& plan = plan_for(impl, *layer, *batch);
+    if (std::string why = read_layouts(*layer, *in, plan); !why.empty())
       return fail(TS_ERR_UNSUPPORTED, why);
     if (std::string why = check_pointers(*layer, *in, *out); !why.empty())
       return fail(TS_ERR_INVALID_ARGUMENT, why);
     const bool csa = layer->compress_ratio == 4;
-    mma::WorkPlan& plan = plan_for(impl, *layer, *batch);
     if (std::string why = mma::fill_offsets(plan, *layer, *batch, *in->kv.main_layout,
                                             csa ? in->kv.indexer_layout : nullptr);
         !why.empty())

@@ -260,14 +260,6 @@ WorkPlan build_work_plan(const ts_attention_layer& layer, const ts_attention_bat
 std::string fill_offsets(WorkPlan& plan, const ts_attention_layer& layer,
                          const ts_attention_batch& batch, const ts_kv_layout& main_layout,
                          const ts_kv_layout* index_layout) {
-  if (std::string why = read_layout(&main_layout, layer.head_dim, "main", plan.kv_format);
-      !why.empty())
-    return why;
-  if (layer.compress_ratio == 4)
-    if (std::string why =
-            read_layout(index_layout, layer.index_head_dim, "indexer", plan.key_format);
-        !why.empty())
-      return why;
   for (int32_t s = 0; s < batch.n_sequences; ++s) {
     const ts_attention_sequence& seq = batch.sequences[s];
     const SequenceSlots& slots = plan.sequences[static_cast<size_t>(s)];

@@ -44,7 +44,7 @@ struct WorkPlan {
   std::vector<IndexerItem> indexer_items;
   std::vector<SequenceSlots> sequences;
   std::vector<int64_t> window_offsets, comp_offsets, index_offsets;  // filled by fill_offsets
-  RecordFormat kv_format{}, key_format{};                            // filled by fill_offsets
+  RecordFormat kv_format{}, key_format{};  // read_layout's; zero (bf16 records) by default
   int32_t heads_per_block = 0;
   int32_t head_groups = 0;
   int32_t n_partials = 0;
@@ -69,8 +69,7 @@ size_t topk_smem_bytes(int32_t topk);
 WorkPlan build_work_plan(const ts_attention_layer& layer, const ts_attention_batch& batch,
                          const DeviceLimits& limits);
 
-// Reads the layouts (read_layout) and turns slots into byte offsets of records in the pools. ""
-// or the reason (a layout the kernels cannot read, a negative slot).
+// Turns slots into byte offsets of records in the pools. "" or the reason (negative slot).
 std::string fill_offsets(WorkPlan& plan, const ts_attention_layer& layer,
                          const ts_attention_batch& batch, const ts_kv_layout& main_layout,
                          const ts_kv_layout* index_layout);
