@@ -29,7 +29,7 @@ if compgen -G "$build/plugins/cuda/*.so" >/dev/null; then
   mkdir -p "$bundle/plugins/cuda"
   cp "$build"/plugins/cuda/*.so "$bundle/plugins/cuda/"
 fi
-for test in kvcache_bf16_device_test kvcache_fp8_device_test attention_reference_device_test; do
+for test in kvcache_bf16_device_test kvcache_fp8_device_test attention_conformance_device_test; do
   if [ -x "$build/tests/cuda/$test" ]; then
     mkdir -p "$bundle/tests"
     cp "$build/tests/cuda/$test" "$bundle/tests/"

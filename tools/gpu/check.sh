@@ -8,8 +8,8 @@
 # Environment: OUT (default build-gpu-check/), TESSERA_GPU_BUILD (default /tmp/tessera-gpu-build),
 # TESSERA_CUDA_ARCHS (default: the GPU's compute capability, 9.0 -> 90a).
 # TESSERA_BUNDLE: an unpacked bundle of the main build (tools/gpu/bundle.sh) whose tests/ holds
-# kvcache_bf16_device_test, kvcache_fp8_device_test and attention_reference_device_test: they
-# are run too.
+# kvcache_bf16_device_test, kvcache_fp8_device_test and attention_conformance_device_test (the
+# attention x kv matrix): they are run too.
 # Exit status: 0 all passed, 1 a step failed, 77 no CUDA device (build checked, nothing run).
 #
 # `tools/gpu/check.sh --bundle-only BUNDLE_DIR`: no build and no GPU step; checks that a bundle made
@@ -91,7 +91,7 @@ if [ -n "$sanitizer" ] && [ "$skipped" = 0 ]; then
     "$build/attention_mma_test" "$plugin" --quick --only csa-small
 fi
 
-# The device paths of the plugins that also run on CPU (bf16 and fp8 caches, reference attention): their
+# The device paths of the cache plugins and the attention x kv conformance matrix: the plugins'
 # CUDA modules need the main build's plugins, so they come from a bundle (tools/gpu/bundle.sh)
 # unpacked at TESSERA_BUNDLE.
 bundle_dir=${TESSERA_BUNDLE:-}
@@ -101,12 +101,16 @@ if [ -n "$bundle_dir" ] && [ -x "$bundle_dir/tests/kvcache_bf16_device_test" ]; 
     "$bundle_dir/plugins/libtessera_kvcache_bf16.so"
   step "kvcache_fp8_device_test" 60 "${bundle_env[@]}" "$bundle_dir/tests/kvcache_fp8_device_test" \
     "$bundle_dir/plugins/libtessera_kvcache_fp8.so"
-  step "attention_reference_device_test" 120 "${bundle_env[@]}" \
-    "$bundle_dir/tests/attention_reference_device_test" \
-    "$bundle_dir/plugins/libtessera_attention_reference.so" \
-    "$bundle_dir/plugins/libtessera_kvcache_bf16.so"
+  for attention in reference mma; do
+    for kv in bf16 fp8; do
+      step "conformance $attention x $kv" 120 "${bundle_env[@]}" \
+        "$bundle_dir/tests/attention_conformance_device_test" \
+        "$bundle_dir/plugins/libtessera_attention_$attention.so" \
+        "$bundle_dir/plugins/libtessera_kvcache_$kv.so"
+    done
+  done
 else
-  say "(no TESSERA_BUNDLE with device tests: the bf16 and reference device paths are not run)"
+  say "(no TESSERA_BUNDLE with device tests: the cache device paths and the matrix are not run)"
 fi
 
 # ---- benchmark
