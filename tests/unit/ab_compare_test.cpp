@@ -173,7 +173,7 @@ TEST_P(AbKvFormats, Fp8AgainstBf16OnTheFixtureSequence) {
   o.max_context = 4096;
   Runtime bf16(o);
   o.kv_plugin = "fp8";
-  Runtime fp8(o, bf16.weights());
+  Runtime fp8(o, bf16.shared_model());
   const auto scored = score_teacher_forced(bf16, fp8, f.prompt, f.decode);
   ASSERT_EQ(scored.size(), f.prompt.size() + f.decode.size());
 

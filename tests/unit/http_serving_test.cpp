@@ -15,6 +15,7 @@
 #include "serve/serve_metrics.hpp"
 #include "serve/serve_request.hpp"
 #include "tokenizer/incremental_detokenizer.hpp"
+#include "tokenizer/model_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace {
@@ -119,6 +120,30 @@ TEST(HttpServing, Refusals) {
                     &message),
             K::kInvalid);
   EXPECT_NE(message.find("\"high\" or \"max\""), std::string::npos) << message;
+}
+
+// A model without tokenizer.json (the id stand-in, tokenizer/model_tokenizer.hpp): text and chat
+// prompts are refused naming the field, token ids pass and decode to "<id>" text.
+TEST(HttpServing, IdsOnlyModelTakesTokenIdsAndRefusesText) {
+  const auto ids = tessera::tokenizer::make_id_tokenizer(32);
+  ServeLimits l = limits();
+  l.token_ids_only = true;
+  for (const auto& [json, field] :
+       {std::pair<std::string, std::string>{R"({"prompt": "<1><2>"})", "'prompt'"},
+        {R"({"messages": [{"role": "user", "content": "x"}]})", "'messages'"}}) {
+    try {
+      (void)parse_serve_request(json, ids, l);
+      ADD_FAILURE() << "accepted: " << json;
+    } catch (const InvalidRequest& e) {
+      EXPECT_EQ(e.kind(), InvalidRequest::Kind::kInvalid);
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos) << e.what();
+    }
+  }
+  const auto r = parse_serve_request(R"({"prompt_token_ids": [3, 31, 0]})", ids, l);
+  EXPECT_EQ(r.base.prompt, (std::vector<int32_t>{3, 31, 0}));
+  EXPECT_EQ(ids.decode(r.base.prompt), "<3><31><0>");
+  EXPECT_THROW((void)parse_serve_request(R"({"prompt_token_ids": [32]})", ids, l), InvalidRequest);
 }
 
 TEST(HttpServing, ContextLengthInVllmWords) {

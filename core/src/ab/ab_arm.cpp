@@ -4,9 +4,9 @@
 
 #include <array>
 
-#include "ab/id_tokenizer.hpp"
 #include "comparison/coupled_draw.hpp"
 #include "generation/sampling_defaults.hpp"
+#include "tokenizer/model_tokenizer.hpp"
 #include "util/check.hpp"
 
 namespace tessera::ab {
@@ -40,13 +40,10 @@ void resolve_sampling(Arm& arm) {
 }
 
 std::shared_ptr<const tokenizer::Tokenizer> load_tokenizer(const Runtime& rt, bool& synthetic) {
-  const auto path = rt.options().model_dir / "tokenizer.json";
-  synthetic = !std::filesystem::exists(path);
-  if (synthetic) {
-    return std::make_shared<const tokenizer::Tokenizer>(
-        make_id_tokenizer(static_cast<int32_t>(rt.model_config().vocab_size)));
-  }
-  return std::make_shared<const tokenizer::Tokenizer>(tokenizer::Tokenizer::from_file(path));
+  tokenizer::ModelTokenizer loaded =
+      tokenizer::load_model_tokenizer(rt.options().model_dir, rt.model_config().vocab_size);
+  synthetic = loaded.ids_only;
+  return std::make_shared<const tokenizer::Tokenizer>(std::move(loaded.tokenizer));
 }
 
 Arm make_arm(std::string name, Config config, const std::vector<std::filesystem::path>& dirs,
@@ -60,14 +57,16 @@ Arm make_arm(std::string name, Config config, const std::vector<std::filesystem:
   options.sampler_options_json =
       with_coupled_draw(options.sampler_plugin, options.sampler_options_json);
   // Same checkpoint, held the same way ([model] weight_storage, and dtype: bf16 activations keep
-  // bf16 weights as rows, not panels): one copy of the weights.
+  // bf16 weights as rows, not panels) on the same device: one copy of the weights.
   const bool share =
       share_with != nullptr &&
       std::filesystem::equivalent(options.model_dir, share_with->runtime->options().model_dir) &&
       options.linear_weights_in_bf16 == share_with->runtime->options().linear_weights_in_bf16 &&
-      options.bf16_activations == share_with->runtime->options().bf16_activations;
+      options.bf16_activations == share_with->runtime->options().bf16_activations &&
+      options.device == share_with->runtime->options().device &&
+      options.cuda_module == share_with->runtime->options().cuda_module;
   if (share) {
-    arm.runtime = std::make_unique<Runtime>(options, share_with->runtime->weights());
+    arm.runtime = std::make_unique<Runtime>(options, share_with->runtime->shared_model());
     arm.tokenizer = share_with->tokenizer;
     arm.tokenizer_is_synthetic = share_with->tokenizer_is_synthetic;
   } else {
@@ -103,8 +102,9 @@ ArmPair make_arm_pair(Config config_a, Config config_b,
   ArmPair pair;
   pair.a = make_arm("A", std::move(config_a), extra_plugin_dirs, nullptr);
   pair.b = make_arm("B", std::move(config_b), extra_plugin_dirs, &pair.a);
-  pair.shared_weights = pair.a.runtime->weights() != nullptr &&
-                        pair.a.runtime->weights() == pair.b.runtime->weights();
+  const SharedModel a = pair.a.runtime->shared_model(), b = pair.b.runtime->shared_model();
+  pair.shared_weights =
+      (a.host != nullptr && a.host == b.host) || (a.device != nullptr && a.device == b.device);
   const int64_t va = pair.a.runtime->model_config().vocab_size;
   const int64_t vb = pair.b.runtime->model_config().vocab_size;
   TS_CHECK(va == vb,

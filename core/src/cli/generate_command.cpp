@@ -13,7 +13,9 @@
 #include "generation/sampling_defaults.hpp"
 #include "runtime/generator.hpp"
 #include "runtime/runtime.hpp"
+#include "tokenizer/model_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "util/check.hpp"
 
 namespace tessera::cli {
 
@@ -22,6 +24,7 @@ namespace {
 struct GenerateArgs {
   std::string config_path;
   std::string prompt;
+  std::vector<int32_t> prompt_ids;  // instead of text (models without tokenizer.json)
   bool chat = false;
   bool think = false;
   std::optional<int64_t> max_tokens;
@@ -66,14 +69,20 @@ std::string summary(const GenerateResult& r) {
       r.decode_seconds > 0 ? n / r.decode_seconds : 0.0);
 }
 
-void run_generate(const GenerateArgs& args) {
-  const Config config = load_config_file(args.config_path);
-  Runtime runtime(RuntimeOptions::from_config(config));
-  const auto defaults =
-      generation::resolve_sampling_defaults(config.sampler.defaults, runtime.options().model_dir);
-  spdlog::info("{}", defaults.describe());
-  const auto tokenizer =
-      tokenizer::Tokenizer::from_file(runtime.options().model_dir / "tokenizer.json");
+// The prompt's ids: --prompt-ids as given (each inside the vocabulary), or --prompt's text
+// (wrapped as a chat message with --chat) through the model's tokenizer.
+std::vector<int32_t> prompt_tokens(const GenerateArgs& args, const tokenizer::ModelTokenizer& model,
+                                   int64_t vocab_size) {
+  if (!args.prompt_ids.empty()) {
+    for (size_t i = 0; i < args.prompt_ids.size(); ++i)
+      TS_CHECK(args.prompt_ids[i] >= 0 && args.prompt_ids[i] < vocab_size,
+               "generate: --prompt-ids[{}] = {} is outside the vocabulary [0, {})", i,
+               args.prompt_ids[i], vocab_size);
+    return args.prompt_ids;
+  }
+  TS_CHECK(!model.ids_only,
+           "generate: the model has no tokenizer.json, so text cannot be encoded: give the prompt "
+           "as token ids with --prompt-ids 1,2,3");
   std::string text = args.prompt;
   if (args.chat) {
     chat::EncodeOptions options;
@@ -81,7 +90,24 @@ void run_generate(const GenerateArgs& args) {
     text = chat::encode_messages(
         chat::Json::array({chat::Json{{"role", "user"}, {"content", args.prompt}}}), options);
   }
-  const std::vector<int32_t> prompt = tokenizer.encode(text);
+  return model.tokenizer.encode(text);
+}
+
+void run_generate(const GenerateArgs& args) {
+  TS_CHECK(args.prompt.empty() != args.prompt_ids.empty(),
+           "generate: give exactly one of --prompt and --prompt-ids");
+  TS_CHECK(args.prompt_ids.empty() || !args.chat,
+           "generate: --chat wraps text; it cannot take --prompt-ids");
+  const Config config = load_config_file(args.config_path);
+  Runtime runtime(RuntimeOptions::from_config(config));
+  const auto defaults =
+      generation::resolve_sampling_defaults(config.sampler.defaults, runtime.options().model_dir);
+  spdlog::info("{}", defaults.describe());
+  const tokenizer::ModelTokenizer loaded = tokenizer::load_model_tokenizer(
+      runtime.options().model_dir, runtime.model_config().vocab_size);
+  const tokenizer::Tokenizer& tokenizer = loaded.tokenizer;
+  const std::vector<int32_t> prompt =
+      prompt_tokens(args, loaded, runtime.model_config().vocab_size);
 
   if (!args.temperatures.empty()) {  // side by side: one run per temperature, same seed
     std::vector<std::pair<double, GenerateResult>> runs;
@@ -118,7 +144,13 @@ void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text for one prompt (streams to stdout)");
   cmd->add_option("-c,--config", args->config_path, "TOML configuration")->required();
-  cmd->add_option("-p,--prompt", args->prompt, "prompt text")->required();
+  auto* text = cmd->add_option("-p,--prompt", args->prompt, "prompt text");
+  auto* ids = cmd->add_option("--prompt-ids", args->prompt_ids,
+                              "the prompt as comma-separated token ids (for checkpoints without "
+                              "tokenizer.json, whose output then reads <id><id>...)")
+                  ->delimiter(',')
+                  ->excludes(text);
+  text->excludes(ids);
   cmd->add_flag("--chat", args->chat,
                 "wrap the prompt as a user message (DeepSeek-V4 chat encoding)");
   cmd->add_flag("--think", args->think, "thinking mode (with --chat)");

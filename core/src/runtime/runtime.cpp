@@ -15,9 +15,21 @@ namespace tessera {
 
 Runtime::Runtime(const RuntimeOptions& options) : options_(options) { build(nullptr, nullptr); }
 
-Runtime::Runtime(const RuntimeOptions& options, std::shared_ptr<const dsv4::ModelWeights> weights)
-    : options_(options) {
-  build(nullptr, std::move(weights));
+Runtime::Runtime(const RuntimeOptions& options, SharedModel shared) : options_(options) {
+  if (options_.device == "cuda") {
+    TS_CHECK(shared.device != nullptr,
+             "runtime: device = \"cuda\" can share only the model of another runtime on a device");
+    std::vector<std::filesystem::path> dirs = options_.plugin_dirs;
+    for (auto& d : PluginRegistry::default_search_path()) dirs.push_back(d);
+    registry_.discover(dirs);
+    model_config_ = dsv4::load_model_config(options_.model_dir);
+    build_on_device(std::move(shared.device));
+    return;
+  }
+  TS_CHECK(shared.host != nullptr,
+           "runtime: device = \"{}\" can share only the model of another runtime in host memory",
+           options_.device);
+  build(nullptr, std::move(shared.host));
 }
 
 Runtime::Runtime(const RuntimeOptions& options, const dsv4::ModelConfig& config,
@@ -41,7 +53,7 @@ void Runtime::build(const dsv4::ModelConfig* config,
   if (options_.device == "cuda") {
     TS_CHECK(config == nullptr && !weights,
              "runtime: device = \"cuda\" loads its checkpoint from model.path itself");
-    build_on_device();
+    build_on_device(nullptr);
     return;
   }
   TS_CHECK(options_.device.empty() || options_.device == "cpu",
@@ -88,18 +100,28 @@ void Runtime::build(const dsv4::ModelConfig* config,
   log_summary();
 }
 
-void Runtime::build_on_device() {
-  device_ = device::open_device({"cuda", 0, options_.cuda_module});
-  stream_ = device_->create_stream();
-  spdlog::info("runtime: device {}", device_->describe());
-  device_weights_ = std::make_unique<dsv4::DeviceModelWeights>(
-      dsv4::upload_model_weights(*device_, stream_, options_.model_dir, model_config_));
-  device_view_ = std::make_unique<dsv4::DeviceModelView>(
-      dsv4::view_device_weights(*device_weights_, model_config_, *device_, stream_));
-  kv_ = create_rank_kv(registry_, options_, model_config_, device_.get(), &stream_);
+void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared) {
+  if (shared == nullptr) {
+    auto placed = std::make_shared<DeviceResidentModel>();
+    placed->device = device::open_device({"cuda", 0, options_.cuda_module});
+    spdlog::info("runtime: device {}", placed->device->describe());
+    const device::Stream upload = placed->device->create_stream();
+    placed->weights = std::make_unique<dsv4::DeviceModelWeights>(
+        dsv4::upload_model_weights(*placed->device, upload, options_.model_dir, model_config_));
+    placed->view = std::make_unique<dsv4::DeviceModelView>(
+        dsv4::view_device_weights(*placed->weights, model_config_, *placed->device, upload));
+    shared = std::move(placed);
+  } else {
+    spdlog::info("runtime: the model already on {} is shared (no second copy)",
+                 shared->device->describe());
+  }
+  on_device_ = std::move(shared);
+  device::Device& device = *on_device_->device;
+  stream_ = device.create_stream();
+  kv_ = create_rank_kv(registry_, options_, model_config_, &device, &stream_);
   sampler_ = registry_.create(registry_.find(TS_KIND_SAMPLER, options_.sampler_plugin),
                               options_.sampler_options_json, device::kHostPluginDevice);
-  model_ = std::make_unique<dsv4::DeviceModel>(model_config_, *device_view_, *device_, stream_,
+  model_ = std::make_unique<dsv4::DeviceModel>(model_config_, *on_device_->view, device, stream_,
                                                *kv_.format, kv_.attention, *kv_.pools);
   log_summary();
 }

@@ -6,6 +6,10 @@
 // on it in its stored formats, creates the kv format and attention plugin for it with the pages
 // in its memory, and runs the device forward (model/device_model.hpp); weights() is then null
 // (no host copy of the model). The sampler stays on the host.
+//
+// A/B arms differ in plugins, never in the model: an arm's Runtime is built on another's
+// shared_model(), the weights in host memory or, on a device, the device with the checkpoint
+// placed on it; each arm keeps its own stream, plugins and page pools.
 #pragma once
 
 #include <memory>
@@ -25,11 +29,26 @@
 
 namespace tessera {
 
+// A checkpoint placed on a device in its stored formats, with the device it lives on (members are
+// destroyed view, weights, device).
+struct DeviceResidentModel {
+  std::unique_ptr<device::Device> device;
+  std::unique_ptr<dsv4::DeviceModelWeights> weights;
+  std::unique_ptr<dsv4::DeviceModelView> view;
+};
+
+// What one Runtime lends another: its weights in host memory (cpu) or on its device (cuda).
+struct SharedModel {
+  std::shared_ptr<const dsv4::ModelWeights> host;
+  std::shared_ptr<const DeviceResidentModel> device;
+};
+
 class Runtime {
  public:
   explicit Runtime(const RuntimeOptions& options);
-  // Shares the weights of another runtime (A/B arms that differ only in plugins).
-  Runtime(const RuntimeOptions& options, std::shared_ptr<const dsv4::ModelWeights> weights);
+  // Shares the model of another runtime (A/B arms that differ only in plugins); the device and
+  // the cpu/cuda choice must be the same.
+  Runtime(const RuntimeOptions& options, SharedModel shared);
   // A model given in memory (random weights for benchmarks); options.model_dir is not read.
   Runtime(const RuntimeOptions& options, const dsv4::ModelConfig& config,
           std::shared_ptr<const dsv4::ModelWeights> weights);
@@ -38,8 +57,9 @@ class Runtime {
 
   const dsv4::ModelConfig& model_config() const { return model_config_; }
   const std::shared_ptr<const dsv4::ModelWeights>& weights() const { return weights_; }
+  SharedModel shared_model() const { return {weights_, on_device_}; }
   dsv4::ForwardModel& model() { return *model_; }
-  bool on_device() const { return device_ != nullptr; }
+  bool on_device() const { return on_device_ != nullptr; }
   const KvFormat& kv_format() const { return *kv_.format; }
   KvPools& pools() { return *kv_.pools; }
   const KvPlan& kv_plan() const { return kv_.plan; }
@@ -55,17 +75,16 @@ class Runtime {
  private:
   void build(const dsv4::ModelConfig* config, std::shared_ptr<const dsv4::ModelWeights> weights);
 
-  void build_on_device();
+  void build_on_device(std::shared_ptr<const DeviceResidentModel> shared);
   void log_summary() const;
 
   RuntimeOptions options_;
-  std::unique_ptr<device::Device> device_;  // device = "cuda" only; outlives all below
+  // device = "cuda" only (possibly another arm's); its device outlives all below
+  std::shared_ptr<const DeviceResidentModel> on_device_;
   device::Stream stream_;
   PluginRegistry registry_;
   dsv4::ModelConfig model_config_;
   std::shared_ptr<const dsv4::ModelWeights> weights_;
-  std::unique_ptr<dsv4::DeviceModelWeights> device_weights_;
-  std::unique_ptr<dsv4::DeviceModelView> device_view_;
   RankKv kv_;  // rank 0's (the Executor creates the other ranks')
   PluginInstance sampler_;
   std::unique_ptr<dsv4::ForwardModel> model_;

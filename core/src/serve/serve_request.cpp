@@ -87,6 +87,12 @@ void read_prompt(const Json& r, const tokenizer::Tokenizer& tokenizer, const Ser
   if ((messages != nullptr) + (text != nullptr) + (ids != nullptr) != 1) {
     invalid("give exactly one of 'messages', 'prompt' or 'prompt_token_ids'");
   }
+  if (limits.token_ids_only && ids == nullptr) {
+    invalid(
+        fmt::format("'{}': the model has no tokenizer.json, so text cannot be encoded: give the "
+                    "prompt as token ids ('prompt_token_ids', or 'prompt' as an array of ids)",
+                    messages != nullptr ? "messages" : "prompt"));
+  }
   if (messages != nullptr) {
     // Special-token text in user and tool content stays text unless the request allows it
     // (serve/plain_content.hpp).

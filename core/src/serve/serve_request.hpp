@@ -25,6 +25,7 @@ struct ServeLimits {
   int64_t max_logprobs = 20;
   int64_t default_max_tokens = 4096;  // [sampler.defaults].max_tokens
   chat::ReasoningEffortProfile effort_profile = chat::ReasoningEffortProfile::kPreview;
+  bool token_ids_only = false;  // the model has no tokenizer.json: text prompts are refused
 };
 
 // Why a request is refused before submission: kInvalid -> TS_ERR_INVALID_ARGUMENT,

@@ -16,14 +16,16 @@
 #include "serve/frontend_host.hpp"
 #include "serve/serving_api.hpp"
 #include "serve/shutdown_signal.hpp"
+#include "tokenizer/model_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "weights/dsv4_config.hpp"
 
 namespace tessera::serve {
 
 namespace {
 
 ServingInfo serving_info(const Config& config, const RuntimeOptions& runtime,
-                         const ServeOptions& options) {
+                         const ServeOptions& options, bool token_ids_only) {
   ServingInfo info;
   info.model_name = options.served_model_name;
   if (info.model_name.empty()) {
@@ -33,6 +35,7 @@ ServingInfo serving_info(const Config& config, const RuntimeOptions& runtime,
     }
   }
   info.limits.max_context = config.model.max_context;
+  info.limits.token_ids_only = token_ids_only;
   info.limits.max_tokens = config.limits.max_tokens;
   info.limits.max_n = config.limits.max_n;
   info.limits.max_logprobs = config.limits.max_logprobs;
@@ -67,8 +70,9 @@ std::vector<ArmEngine> start_engines(const Config& config, const tokenizer::Toke
           ab::with_coupled_draw(options.sampler_plugin, options.sampler_options_json);
     }
     ArmEngine arm;
-    arm.runtime = arms.empty() ? std::make_unique<Runtime>(options)
-                               : std::make_unique<Runtime>(options, arms[0].runtime->weights());
+    arm.runtime = arms.empty()
+                      ? std::make_unique<Runtime>(options)
+                      : std::make_unique<Runtime>(options, arms[0].runtime->shared_model());
     arm.engine = std::make_unique<engine::Engine>(
         *arm.runtime, engine::EngineOptions::from_config(arm_config), tokenizer);
     if (!config.ab.arms.empty()) {
@@ -96,14 +100,21 @@ int run_server(const ServeOptions& options) {
   ShutdownSignal::block();
   const Config config = load_config_file(options.config_path);
   const RuntimeOptions runtime_options = RuntimeOptions::from_config(config);
-  auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(
-      tokenizer::Tokenizer::from_file(runtime_options.model_dir / "tokenizer.json"));
+  tokenizer::ModelTokenizer loaded = tokenizer::load_model_tokenizer(
+      runtime_options.model_dir, dsv4::load_model_config(runtime_options.model_dir).vocab_size);
+  if (loaded.ids_only) {
+    spdlog::warn(
+        "{} has no tokenizer.json: prompts must be token ids ('prompt_token_ids', or "
+        "'prompt' as an array of ids), and output text reads <id><id>...",
+        runtime_options.model_dir.string());
+  }
+  auto tokenizer = std::make_shared<const tokenizer::Tokenizer>(std::move(loaded.tokenizer));
 
   // Destruction runs bottom-up: engine (no more callbacks), runtime, frontends, the table, and
   // the registry (plugin libraries) last.
   PluginRegistry registry;
   registry.discover(plugin_directories(runtime_options));
-  ServingApi api(serving_info(config, runtime_options, options), tokenizer);
+  ServingApi api(serving_info(config, runtime_options, options, loaded.ids_only), tokenizer);
   FrontendHost frontends(registry, config);
   if (frontends.size() == 0) {
     spdlog::warn("the configuration has no [[frontend]] entry: nothing will accept requests");

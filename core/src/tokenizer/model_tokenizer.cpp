@@ -1,4 +1,4 @@
-#include "ab/id_tokenizer.hpp"
+#include "tokenizer/model_tokenizer.hpp"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,17 @@
 
 #include "util/check.hpp"
 
-namespace tessera::ab {
+namespace tessera::tokenizer {
 
-tokenizer::Tokenizer make_id_tokenizer(int32_t vocab_size) {
+ModelTokenizer load_model_tokenizer(const std::filesystem::path& model_dir, int64_t vocab_size) {
+  const auto path = model_dir / "tokenizer.json";
+  if (std::filesystem::exists(path)) return {Tokenizer::from_file(path), false};
+  TS_CHECK(vocab_size > 0 && vocab_size <= INT32_MAX, "id tokenizer: vocab_size {} out of range",
+           vocab_size);
+  return {make_id_tokenizer(static_cast<int32_t>(vocab_size)), true};
+}
+
+Tokenizer make_id_tokenizer(int32_t vocab_size) {
   TS_CHECK(vocab_size > 0, "id tokenizer: vocab_size {} must be positive", vocab_size);
   // A byte-level BPE model whose vocabulary is "<0>", "<1>", ... and no merges, read by the same
   // loader as any HF tokenizer.json. '<', '>' and digits are printable ASCII, which the
@@ -23,7 +31,7 @@ tokenizer::Tokenizer make_id_tokenizer(int32_t vocab_size) {
       {"post_processor", nullptr},
       {"decoder", {{"type", "ByteLevel"}}},
       {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
-  return tokenizer::Tokenizer::from_json(doc.dump(), "<id tokenizer>");
+  return Tokenizer::from_json(doc.dump(), "<id tokenizer>");
 }
 
-}  // namespace tessera::ab
+}  // namespace tessera::tokenizer
