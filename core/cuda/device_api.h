@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TS_CUDA_DEVICE_API_VERSION 3
+#define TS_CUDA_DEVICE_API_VERSION 4
 #define TS_CUDA_DEVICE_ENTRY_SYMBOL "tessera_cuda_device_entry"
 
 typedef struct ts_cuda_device_info {
@@ -124,6 +124,11 @@ typedef struct ts_cuda_device_api {
 
   /* 1 for the SIMT emulator's module (libtessera_cuda_emulated.so), 0 for the GPU's. */
   int32_t emulated;
+
+  /* Timing events (benchmarks): like event_create with timing on; elapsed_ms waits for both and
+   * gives the milliseconds between them (cudaEventElapsedTime). */
+  ts_status (*timing_event_create)(int32_t ordinal, void** out);
+  ts_status (*event_elapsed_ms)(int32_t ordinal, void* start, void* end, float* ms);
 } ts_cuda_device_api;
 
 typedef const ts_cuda_device_api* (*ts_cuda_device_entry_fn)(void);

@@ -143,6 +143,27 @@ ts_status event_create(int32_t ordinal, void** out) {
   return s;
 }
 
+ts_status timing_event_create(int32_t ordinal, void** out) {
+  if (out == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "out is null");
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  cudaEvent_t event = nullptr;
+  ts_status s = cuda_status(cudaEventCreateWithFlags(&event, 0), "cudaEventCreate");
+  *out = event;
+  return s;
+}
+
+ts_status event_elapsed_ms(int32_t ordinal, void* start, void* end, float* ms) {
+  if (ms == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "ms is null");
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  if (ts_status s =
+          cuda_status(cudaEventSynchronize(static_cast<cudaEvent_t>(end)), "cudaEventSynchronize");
+      s.code != TS_OK)
+    return s;
+  return cuda_status(
+      cudaEventElapsedTime(ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
+      "cudaEventElapsedTime");
+}
+
 ts_status event_destroy(int32_t ordinal, void* event) {
   if (event == nullptr) return ok();
   if (ts_status s = select(ordinal); s.code != TS_OK) return s;
@@ -402,7 +423,9 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  embed_f32,
                                  scale,
                                  swap_outer_axes,
-                                 kEmulated};
+                                 kEmulated,
+                                 timing_event_create,
+                                 event_elapsed_ms};
 
 }  // namespace
 

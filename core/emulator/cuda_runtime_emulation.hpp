@@ -153,6 +153,8 @@ cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
+// Milliseconds between the times the stream ran up to `start` and to `end` (both complete).
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
 inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
   a->type = tessera::emu::is_device_memory(p) ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;

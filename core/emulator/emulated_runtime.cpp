@@ -113,6 +113,15 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return cudaSuccess;
 }
 
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  std::string error;
+  if (!tessera::emu::event_synchronize(start, &error) ||
+      !tessera::emu::event_synchronize(end, &error))
+    return sync_result(false, error);
+  *ms = static_cast<float>(tessera::emu::event_seconds(start, end) * 1e3);
+  return cudaSuccess;
+}
+
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   std::string error;
   const bool ok = tessera::emu::event_synchronize(event, &error);

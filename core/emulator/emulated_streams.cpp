@@ -1,5 +1,7 @@
 #include "emulated_streams.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -21,6 +23,9 @@ struct CUevent_emulated {
   std::mutex mutex;
   cudaStream_t stream = nullptr;  // where it was last recorded (null: complete)
   uint64_t mark = 0;              // complete once stream->executed >= mark
+  // When the stream ran up to the last record (steady clock, ns); a fresh one per record, so a
+  // record still queued after the event is destroyed or recorded again writes to its own.
+  std::shared_ptr<std::atomic<int64_t>> stamp = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 namespace tessera::emu {
@@ -106,9 +111,33 @@ void event_destroy(cudaEvent_t event) { delete event; }
 void event_record(cudaEvent_t event, cudaStream_t stream) {
   std::lock_guard lock(event->mutex);
   event->stream = stream;
-  if (stream == nullptr) return;
+  auto stamp = std::make_shared<std::atomic<int64_t>>(0);
+  event->stamp = stamp;
+  auto now = [stamp] {
+    stamp->store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count());
+  };
+  if (stream == nullptr) {
+    now();
+    return;
+  }
   std::lock_guard stream_lock(stream->mutex);
+  enqueue(stream, now);
   event->mark = stream->enqueued;
+}
+
+double event_seconds(cudaEvent_t start, cudaEvent_t end) {
+  int64_t a = 0, b = 0;
+  {
+    std::lock_guard lock(start->mutex);
+    a = start->stamp->load();
+  }
+  {
+    std::lock_guard lock(end->mutex);
+    b = end->stamp->load();
+  }
+  return static_cast<double>(b - a) * 1e-9;
 }
 
 void stream_wait_event(cudaStream_t stream, cudaEvent_t event) {

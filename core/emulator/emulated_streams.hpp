@@ -6,7 +6,8 @@
 // Semantics (those of the CUDA runtime that the engine relies on):
 //   - work on one stream runs in the order it was enqueued;
 //   - stream_synchronize(s) runs everything enqueued on s so far (and whatever s waits on);
-//   - event_record(e, s) marks s's current end; stream_wait_event(t, e) makes t's later work
+//   - event_record(e, s) marks s's current end (and notes the time s runs up to it);
+//   stream_wait_event(t, e) makes t's later work
 //     start after that mark (running s up to it first); event_synchronize(e) runs s up to it;
 //   - the null stream runs its work at once, on the calling thread;
 //   - device_synchronize() runs every live stream's queued work; freeing device memory does it
@@ -38,5 +39,8 @@ void event_destroy(cudaEvent_t event);
 void event_record(cudaEvent_t event, cudaStream_t stream);
 void stream_wait_event(cudaStream_t stream, cudaEvent_t event);
 bool event_synchronize(cudaEvent_t event, std::string* error = nullptr);
+// Seconds between the times the stream ran up to `start`'s and `end`'s records (both complete:
+// synchronise them first).
+double event_seconds(cudaEvent_t start, cudaEvent_t end);
 
 }  // namespace tessera::emu

@@ -1,11 +1,13 @@
-// tessera bench decode | gemm | sampler: the batch-1 decode table (bench/decode_bench.hpp), the
-// GEMM kernels on a decode step's shapes (bench/gemm_bench.hpp) and one step's sampling
-// (bench/sampler_bench.hpp).
+// tessera bench decode | device | gemm | sampler: the batch-1 decode table of a random model
+// (bench/decode_bench.hpp), decode steps of a configured model on its device
+// (bench/device_bench.hpp), the GEMM kernels on a decode step's shapes (bench/gemm_bench.hpp) and
+// one step's sampling (bench/sampler_bench.hpp).
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "bench/decode_bench.hpp"
+#include "bench/device_bench.hpp"
 #include "bench/gemm_bench.hpp"
 #include "bench/machine.hpp"
 #include "bench/sampler_bench.hpp"
@@ -33,6 +35,25 @@ void add_bench_command(CLI::App& app) {
     const auto result = bench::run_decode_bench(*options);
     fmt::print("machine: {}\n\n{}", bench::machine_description(),
                bench::format_decode_table(*options, result));
+  });
+  auto device_options = std::make_shared<bench::DeviceBenchOptions>();
+  auto* device = bench->add_subcommand(
+      "device",
+      "decode steps of a configured model on its device (cpu or cuda) at several batch sizes: "
+      "time per token, bytes per step, GB/s against the device's copy bandwidth, block breakdown");
+  device->add_option("-c,--config", device_options->config_path, "TOML configuration")->required();
+  device->add_option("--batch", device_options->batches, "batch sizes (sequences per step)")
+      ->delimiter(',')
+      ->capture_default_str();
+  device
+      ->add_option("--context", device_options->context,
+                   "tokens in every sequence's cache before the timed steps")
+      ->capture_default_str();
+  device->add_option("--steps", device_options->steps, "timed decode steps per batch size")
+      ->capture_default_str();
+  device->callback([device_options] {
+    fmt::print("{}", bench::format_device_bench(*device_options,
+                                                bench::run_device_bench(*device_options)));
   });
   auto gemm_options = std::make_shared<bench::GemmBenchOptions>();
   auto* gemm = bench->add_subcommand("gemm",

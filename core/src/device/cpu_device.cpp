@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -259,5 +260,28 @@ void CpuDevice::fill(void* dst, int byte, size_t bytes, const Stream&) {
 }
 
 void CpuDevice::release(void* data) noexcept { std::free(data); }
+
+namespace {
+using Clock = std::chrono::steady_clock;
+}  // namespace
+
+Event CpuDevice::create_timing_event() { return Event(this, new Clock::time_point()); }
+
+void CpuDevice::record(const Event& event, const Stream&) {
+  if (event.handle() != nullptr) *static_cast<Clock::time_point*>(event.handle()) = Clock::now();
+}
+
+double CpuDevice::elapsed_ms(const Event& start, const Event& end) {
+  if (start.handle() == nullptr || end.handle() == nullptr)
+    throw std::invalid_argument("cpu elapsed_ms: give events made by create_timing_event()");
+  return std::chrono::duration<double, std::milli>(
+             *static_cast<const Clock::time_point*>(end.handle()) -
+             *static_cast<const Clock::time_point*>(start.handle()))
+      .count();
+}
+
+void CpuDevice::destroy_event(void* handle) noexcept {
+  delete static_cast<Clock::time_point*>(handle);
+}
 
 }  // namespace tessera::device

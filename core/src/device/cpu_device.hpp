@@ -63,17 +63,20 @@ class CpuDevice final : public Device {
   [[nodiscard]] DeviceBuffer allocate(size_t bytes) override;
   [[nodiscard]] Stream create_stream() override { return Stream(this, nullptr); }
   [[nodiscard]] Event create_event() override { return Event(this, nullptr); }
+  // Work on the CPU is done when it returns: a timing event holds the time it was recorded.
+  [[nodiscard]] Event create_timing_event() override;
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind, const Stream& stream) override;
   void fill(void* dst, int byte, size_t bytes, const Stream& stream) override;
   void synchronize(const Stream&) override {}
-  void record(const Event&, const Stream&) override {}
+  void record(const Event& event, const Stream&) override;
   void wait(const Stream&, const Event&) override {}
+  [[nodiscard]] double elapsed_ms(const Event& start, const Event& end) override;
   [[nodiscard]] const DeviceOps& ops() const override { return ops_; }
 
  private:
   void release(void* data) noexcept override;
   void destroy_stream(void*) noexcept override {}
-  void destroy_event(void*) noexcept override {}
+  void destroy_event(void* handle) noexcept override;
   CpuOps ops_;
 };
 

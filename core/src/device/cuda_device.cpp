@@ -205,6 +205,18 @@ Event CudaDevice::create_event() {
   return Event(this, handle);
 }
 
+Event CudaDevice::create_timing_event() {
+  void* handle = nullptr;
+  check(api_.timing_event_create(ordinal_, &handle), "timing_event_create");
+  return Event(this, handle);
+}
+
+double CudaDevice::elapsed_ms(const Event& start, const Event& end) {
+  float ms = 0;
+  check(api_.event_elapsed_ms(ordinal_, start.handle(), end.handle(), &ms), "event_elapsed_ms");
+  return ms;
+}
+
 void CudaDevice::copy(void* dst, const void* src, size_t bytes, CopyKind kind,
                       const Stream& stream) {
   const int32_t k = kind == CopyKind::kHostToDevice   ? TS_COPY_HOST_TO_DEVICE

@@ -78,11 +78,13 @@ class CudaDevice final : public Device {
   [[nodiscard]] DeviceBuffer allocate(size_t bytes) override;
   [[nodiscard]] Stream create_stream() override;
   [[nodiscard]] Event create_event() override;
+  [[nodiscard]] Event create_timing_event() override;
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind, const Stream& stream) override;
   void fill(void* dst, int byte, size_t bytes, const Stream& stream) override;
   void synchronize(const Stream& stream) override;
   void record(const Event& event, const Stream& stream) override;
   void wait(const Stream& stream, const Event& event) override;
+  [[nodiscard]] double elapsed_ms(const Event& start, const Event& end) override;
   [[nodiscard]] const DeviceOps& ops() const override { return ops_; }
 
  private:

@@ -120,6 +120,8 @@ class Device {
   [[nodiscard]] virtual DeviceBuffer allocate(size_t bytes) = 0;
   [[nodiscard]] virtual Stream create_stream() = 0;
   [[nodiscard]] virtual Event create_event() = 0;
+  // An event that also notes when the stream reaches it (benchmarks: device::StepTimeline).
+  [[nodiscard]] virtual Event create_timing_event() = 0;
 
   // Ordered on `stream`. A host-to-device copy reads the host bytes before it returns; a
   // device-to-host copy has written them only once the stream is synchronised.
@@ -130,6 +132,8 @@ class Device {
   virtual void synchronize(const Stream& stream) = 0;
   virtual void record(const Event& event, const Stream& stream) = 0;
   virtual void wait(const Stream& stream, const Event& event) = 0;  // no host wait
+  // Milliseconds between two recorded timing events; waits for both.
+  [[nodiscard]] virtual double elapsed_ms(const Event& start, const Event& end) = 0;
 
   [[nodiscard]] virtual const DeviceOps& ops() const = 0;
 

@@ -79,8 +79,10 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
     }
   }
   ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(), plugin_device);
+  ctx.mark("attention: q, kv projections + store");
   if (m > 0) run_compressor(ctx, layer, *w.compressor, rope, x, false);  // main first
   if (m == 4) run_compressor(ctx, layer, *w.index_compressor, rope, x, true);
+  if (m > 0) ctx.mark("attention: compressors");
 
   float *index_q = nullptr, *index_w = nullptr;
   if (m == 4) {
@@ -95,6 +97,7 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
     const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(IH)) /
                                           std::sqrt(static_cast<double>(ID)));
     ops.scale(s, index_w, T * weights_per_token, scale);
+    ctx.mark("attention: indexer q, weights");
   }
 
   const AttentionBatch described(cfg, layer, H, w.attn_sink, ctx.batch, ctx.positions);
@@ -119,6 +122,7 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
                                 &result, workspace, ws_bytes, plugin_device),
                       "run");
   stats.indexer_entries_scored += result.entries_scored;
+  ctx.mark("attention: plugin (indexer + sparse attention)");
 
   // Grouped low-rank output: group g = heads [g*H/G, (g+1)*H/G), wo_a rows [g*OL, (g+1)*OL).
   // o rotated back, copied group-major [G, T, in_g]; each group's product into z_groups
@@ -134,6 +138,7 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
   }
   ops.swap_outer_axes(s, z_groups, G, T, OL, z);
   linear(ops, s, z, T, w.wo_b, out);
+  ctx.mark("attention: output projection");
 }
 
 }  // namespace tessera::dsv4

@@ -9,6 +9,7 @@
 #include "device/device.hpp"
 #include "device/device_ops.hpp"
 #include "device/scratch.hpp"
+#include "device/step_timeline.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/sequence_kv.hpp"
 #include "model/device_weight_views.hpp"
@@ -32,6 +33,12 @@ struct DeviceForwardContext {
   const std::vector<int64_t>& positions;  // [T] host
   const int32_t* positions_dev;           // [T] the device's copy
   const int32_t* ids_dev;                 // [T] token ids on the device
+  device::StepTimeline* timeline;         // null unless a benchmark asks where the time goes
+
+  // Closes the interval since the previous mark under `label` when a timeline is attached.
+  void mark(const char* label) const {
+    if (timeline != nullptr) timeline->mark(label);
+  }
 };
 
 // x: [T, D] normalised block input; out: [T, D]; both device memory. rope: the layer's

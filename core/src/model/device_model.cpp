@@ -80,8 +80,10 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
 
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
-  const DeviceForwardContext ctx{config_, device_,    stream_, ops,       scratch_,      kv_format_,
-                                 pools_,  attention_, batch,   positions, positions_dev, ids_dev};
+  const DeviceForwardContext ctx{config_,       device_, stream_,    ops,   scratch_,
+                                 kv_format_,    pools_,  attention_, batch, positions,
+                                 positions_dev, ids_dev, st.timeline};
+  if (st.timeline != nullptr) st.timeline->begin();
   // Streams [T, n, D]: the embedding copied into every stream.
   float* streams = scratch_.get<float>("step.streams", T * n * D);
   float* x = scratch_.get<float>("step.x", T * D);
@@ -93,11 +95,13 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     ops.embed_f32(stream_, static_cast<const float*>(weights_.embed.data), D, ids_dev, T, n,
                   streams);
   }
+  ctx.mark("embedding");
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const DeviceLayerWeights& layer = weights_.layers[static_cast<size_t>(l)];
     HcCoefficients hc = hc_coefficients(ctx, layer.hc_attn, streams, T);
     ops.hc_pre_mix(stream_, hc.pre, streams, T, n, D, x);
     rms_norm(ops, stream_, x, T, D, layer.attn_norm, eps);
+    ctx.mark("mHC + norms");
     device_attention_forward(ctx, l, layer.attn, rope_[static_cast<size_t>(l)],
                              inv_freq_[static_cast<size_t>(l)].as<float>(), x, block_out, st);
     ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
@@ -105,6 +109,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     hc = hc_coefficients(ctx, layer.hc_ffn, streams, T);
     ops.hc_pre_mix(stream_, hc.pre, streams, T, n, D, x);
     rms_norm(ops, stream_, x, T, D, layer.ffn_norm, eps);
+    ctx.mark("mHC + norms");
     device_moe_forward(ctx, l, layer.ffn, x, block_out);
     ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
     if (st.capture_streams) {
@@ -147,6 +152,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
                device::CopyKind::kDeviceToHost, stream_);
   device_.copy(logits.group_max.data(), group_max, logits.group_max.size() * sizeof(float),
                device::CopyKind::kDeviceToHost, stream_);
+  ctx.mark("head + logits to host");
   device_.synchronize(stream_);
   return logits;
 }

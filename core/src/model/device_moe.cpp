@@ -99,6 +99,7 @@ void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const De
   const int64_t* source_dev = upload(ctx, "moe.source", source);
   const int64_t* src_dev = upload(ctx, "moe.src", src);
   const float* weight_dev = upload(ctx, "moe.combine_weight", weight);
+  ctx.mark("MoE: router + grouping (host)");
 
   float* gathered = ctx.scratch.get<float>("moe.gathered", rows * D);
   float* results = ctx.scratch.get<float>("moe.results", rows * D);
@@ -115,6 +116,7 @@ void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const De
     }
   }
   ctx.ops.moe_combine(s, results, src_dev, weight_dev, T, K, D, out);
+  ctx.mark("MoE: experts + combine");
 }
 
 }  // namespace tessera::dsv4

@@ -8,6 +8,10 @@
 
 #include "kv/sequence_kv.hpp"
 
+namespace tessera::device {
+class StepTimeline;
+}  // namespace tessera::device
+
 namespace tessera::dsv4 {
 
 // A forward's per-token passes (norms, RoPE, mHC, copies) run over the compute threads in chunks
@@ -57,6 +61,8 @@ struct ForwardStats {
   // debugging: compare layer by layer with transformers' hidden states).
   bool capture_streams = false;
   std::vector<std::vector<float>> layer_streams;
+  // When set, the device forward marks its blocks on it (benchmarks; the host forward ignores it).
+  device::StepTimeline* timeline = nullptr;
 };
 
 }  // namespace tessera::dsv4

@@ -60,6 +60,9 @@ class Runtime {
   SharedModel shared_model() const { return {weights_, on_device_}; }
   dsv4::ForwardModel& model() { return *model_; }
   bool on_device() const { return on_device_ != nullptr; }
+  // device = "cuda": the device and this runtime's stream (null / an empty stream on the CPU).
+  device::Device* device() const { return on_device_ ? on_device_->device.get() : nullptr; }
+  const device::Stream& stream() const { return stream_; }
   const KvFormat& kv_format() const { return *kv_.format; }
   KvPools& pools() { return *kv_.pools; }
   const KvPlan& kv_plan() const { return kv_.plan; }

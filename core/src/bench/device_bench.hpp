@@ -1,0 +1,41 @@
+// `tessera bench device`: decode steps of the model a configuration describes, on its device
+// (cpu, or cuda: a GPU or the SIMT emulator), at several batch sizes. Per batch: time per step
+// and per output token; the bytes a step reads (weights in their stored formats and the kv
+// entries, from the sizing model: bench/sizing_model.hpp, one rank) and the GB/s that makes
+// against the device's copy bandwidth measured by the same binary first; and, on a CUDA device,
+// where the step's time goes, block by block (timing events: device/step_timeline.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::bench {
+
+struct DeviceBenchOptions {
+  std::string config_path;
+  std::vector<int64_t> batches{1, 8, 64};
+  int64_t context = 256;  // tokens in every sequence's cache before the timed steps
+  int64_t steps = 4;      // timed decode steps per batch size (after one untimed)
+};
+
+struct DeviceBenchRow {
+  int64_t batch = 1;
+  double ms_per_step = 0;
+  double weight_bytes = 0, kv_bytes = 0;                     // per step (sizing model)
+  double gbps = 0;                                           // (weight + kv bytes) / time
+  std::vector<std::pair<std::string, double>> breakdown_ms;  // per step, CUDA device only
+};
+
+struct DeviceBenchResult {
+  std::string device, model, attention, kv_cache;
+  double copy_gbps = 0;  // device-to-device (or host) copy, read + write bytes
+  std::vector<DeviceBenchRow> rows;
+};
+
+DeviceBenchResult run_device_bench(const DeviceBenchOptions& options);
+// Markdown: the machine, the configuration, then one table of the rows and one of the breakdown.
+std::string format_device_bench(const DeviceBenchOptions& options, const DeviceBenchResult& r);
+
+}  // namespace tessera::bench
