@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/gpu/bundle_check.sh BUNDLE_DIR (or `tools/gpu/check.sh --bundle-only BUNDLE_DIR`): proves a
 # bundle made by tools/gpu/bundle.sh starts on its own, without a GPU: every ELF resolves its
-# libraries, then `tessera plugins` and `tessera bench model` run under `env -i` with only the
-# bundle's lib/ on LD_LIBRARY_PATH. Exit 0 when all pass, 1 otherwise.
+# libraries, then `tessera plugins`, `tessera bench model` and the device check's engine steps
+# with the CPU engine (engine_steps.sh) run under `env -i` with only the bundle's lib/ on
+# LD_LIBRARY_PATH. Exit 0 when all pass, 1 otherwise.
 set -uo pipefail
 bundle=$(cd "${1:?usage: bundle_check.sh BUNDLE_DIR}" && pwd)
 failed=0
@@ -35,5 +36,8 @@ done
 run "tessera --version" "$bundle/tessera" --version
 run "tessera plugins" "$bundle/tessera" plugins
 run "tessera bench model" "$bundle/tessera" bench model --preset flash --gpus 8 --gpu h200 --batch 1,64
+# The engine steps of the device check with the CPU engine (tools/gpu/engine_steps.sh): generate
+# on the shipped model, a reduced Flash-shaped checkpoint and `tessera bench device` on it.
+run "engine steps (cpu)" bash "$(dirname "$0")/engine_steps.sh" "$bundle" "$(mktemp -d)" cpu
 if [ "$failed" = 0 ]; then echo "bundle check: pass ($bundle)"; else echo "bundle check: FAIL"; fi
 exit "$failed"

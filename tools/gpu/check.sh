@@ -3,7 +3,9 @@
 # python3; no Debian libraries needed). Builds the mma plugin, its tests and the kernel benchmark
 # from this checkout (tools/gpu/CMakeLists.txt), runs every GPU test (also under
 # compute-sanitizer when present) and the benchmark, and writes a markdown report to
-# $OUT/gpu_results.md (and stdout). Budget: under five minutes on an H200.
+# $OUT/gpu_results.md (and stdout). With TESSERA_BUNDLE also the engine on the GPU
+# (tools/gpu/engine_steps.sh: the shipped model per attention x kv pair against the CPU engine,
+# `tessera bench device` on a Flash-shaped checkpoint). Budget: about eight minutes on an H200.
 #
 # Environment: OUT (default build-gpu-check/), TESSERA_GPU_BUILD (default /tmp/tessera-gpu-build),
 # TESSERA_CUDA_ARCHS (default: the GPU's compute capability, 9.0 -> 90a).
@@ -109,8 +111,14 @@ if [ -n "$bundle_dir" ] && [ -x "$bundle_dir/tests/kvcache_bf16_device_test" ]; 
         "$bundle_dir/plugins/libtessera_kvcache_$kv.so"
     done
   done
+  # The engine on the GPU (tools/gpu/engine_steps.sh): the shipped model's greedy text per
+  # attention x kv pair against the CPU engine, then `tessera bench device` on a Flash-shaped
+  # checkpoint made here.
+  step "engine: shipped model per pair, Flash-shaped bench" 300 \
+    "$here/tools/gpu/engine_steps.sh" "$bundle_dir" "$out" cuda
 else
-  say "(no TESSERA_BUNDLE with device tests: the cache device paths and the matrix are not run)"
+  say "(no TESSERA_BUNDLE with device tests: the cache device paths, the matrix and the engine"
+  say " steps are not run)"
 fi
 
 # ---- benchmark
@@ -135,6 +143,10 @@ total=$(($(date +%s) - t_start))
   echo "## Kernel benchmark: attention_mma_bench"
   echo
   if [ -s "$out/bench_table.md" ]; then cat "$out/bench_table.md"; else echo "(no results: see check.log)"; fi
+  echo
+  echo "## Decode on a Flash-shaped checkpoint: tessera bench device"
+  echo
+  if [ -s "$out/device_bench.md" ]; then cat "$out/device_bench.md"; else echo "(not run: needs TESSERA_BUNDLE; see check.log)"; fi
 } >"$out/gpu_results.md"
 echo
 cat "$out/gpu_results.md"
