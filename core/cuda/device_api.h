@@ -129,6 +129,15 @@ typedef struct ts_cuda_device_api {
    * gives the milliseconds between them (cudaEventElapsedTime). */
   ts_status (*timing_event_create)(int32_t ordinal, void** out);
   ts_status (*event_elapsed_ms)(int32_t ordinal, void* start, void* end, float* ms);
+
+  /* The MoE without a host round trip (kernels/ops_launch.hpp: launch_moe_group,
+   * launch_grouped_linear; format 0 bf16, 1 f32, 2 fp8, 3 fp4). */
+  ts_status (*moe_group)(int32_t ordinal, void* stream, const int32_t* picked, const float* weight,
+                         int64_t tokens, int64_t per_token, int64_t experts, int64_t* offsets,
+                         int64_t* source, int64_t* src, float* combine_weight);
+  ts_status (*grouped_linear)(int32_t ordinal, void* stream, int32_t format, const float* x,
+                              int64_t in, const void* const* weights, const uint8_t* const* scales,
+                              int64_t experts, const int64_t* offsets, int64_t out, float* y);
 } ts_cuda_device_api;
 
 typedef const ts_cuda_device_api* (*ts_cuda_device_entry_fn)(void);

@@ -344,6 +344,26 @@ ts_status gather_rows(int32_t ordinal, void* stream, const float* x, const int64
       "gather_rows");
 }
 
+ts_status moe_group(int32_t ordinal, void* stream, const int32_t* picked, const float* weight,
+                    int64_t tokens, int64_t per_token, int64_t experts, int64_t* offsets,
+                    int64_t* source, int64_t* src, float* combine_weight) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_moe_group(picked, weight, tokens, per_token, experts, offsets,
+                                         source, src, combine_weight, as_stream(stream)),
+      "moe_group");
+}
+
+ts_status grouped_linear(int32_t ordinal, void* stream, int32_t format, const float* x, int64_t in,
+                         const void* const* weights, const uint8_t* const* scales, int64_t experts,
+                         const int64_t* offsets, int64_t out, float* y) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(
+      tessera::kernels::launch_grouped_linear(format, x, in, weights, scales, experts, offsets, out,
+                                              y, as_stream(stream)),
+      "grouped_linear");
+}
+
 ts_status moe_combine(int32_t ordinal, void* stream, const float* results, const int64_t* src,
                       const float* weight, int64_t tokens, int64_t per_token, int64_t width,
                       float* out) {
@@ -425,7 +445,9 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  swap_outer_axes,
                                  kEmulated,
                                  timing_event_create,
-                                 event_elapsed_ms};
+                                 event_elapsed_ms,
+                                 moe_group,
+                                 grouped_linear};
 
 }  // namespace
 

@@ -31,94 +31,13 @@
 
 #include "device/cpu_device.hpp"
 #include "device/open_device.hpp"
+#include "device_backends.hpp"
 #include "kernels/number_formats.cuh"
 #include "tessera/plugin_abi.h"
 #include "weights/numeric_formats.hpp"
 
 namespace tessera::device {
 namespace {
-
-struct Backend {
-  std::string name;
-  std::unique_ptr<Device> device;
-};
-
-// The backends to check: emulated always; native where a GPU is present.
-std::vector<Backend>& backends() {
-  static std::vector<Backend> list = [] {
-    std::vector<Backend> out;
-    out.push_back({"emulated", open_device({"cuda", 0, "emulated"})});
-    try {
-      out.push_back({"cuda", open_device({"cuda", 0, "native"})});
-    } catch (const std::exception& e) {
-      std::printf("[ info ] no GPU backend: %s\n", e.what());
-    }
-    return out;
-  }();
-  return list;
-}
-
-CpuDevice& cpu() {
-  static CpuDevice device;
-  return device;
-}
-
-uint16_t to_bf16(float v) {  // round to nearest even (finite)
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<uint16_t> random_bf16(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::vector<uint16_t> out(n);
-  const std::vector<float> f = random_floats(n, seed, scale);
-  for (size_t i = 0; i < n; ++i) out[i] = to_bf16(f[i]);
-  return out;
-}
-
-// A host vector's copy in `device`'s memory, and back.
-template <class T>
-DeviceBuffer upload(Device& device, const Stream& stream, const std::vector<T>& host) {
-  DeviceBuffer b = device.allocate(host.size() * sizeof(T));
-  device.copy(b.data(), host.data(), host.size() * sizeof(T), CopyKind::kHostToDevice, stream);
-  return b;
-}
-
-template <class T>
-std::vector<T> download(Device& device, const Stream& stream, const DeviceBuffer& b, size_t n) {
-  std::vector<T> host(n);
-  device.copy(host.data(), b.data(), n * sizeof(T), CopyKind::kDeviceToHost, stream);
-  device.synchronize(stream);
-  return host;
-}
-
-// Fails with the worst element when |got - want| > bound(i) anywhere.
-void expect_close(const std::string& what, const std::vector<float>& got,
-                  const std::vector<float>& want, const std::function<double(size_t)>& bound) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  size_t worst = 0, bad = 0;
-  double worst_excess = -1;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
-    const double excess = d - bound(i);
-    if (!(excess <= 0)) ++bad;  // NaN counts as bad
-    if (!(excess <= worst_excess)) {
-      worst_excess = excess;
-      worst = i;
-    }
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size()
-                     << " elements out of tolerance; worst at " << worst << ": got " << got[worst]
-                     << ", cpu " << want[worst] << ", bound " << bound(worst);
-}
 
 class BackendOps : public ::testing::TestWithParam<size_t> {
  protected:
@@ -302,20 +221,6 @@ TEST_P(BackendOps, Rope) {
 
 // Random FP8 weights of a Flash-like layer: e4m3 codes of N(0, 1/sqrt(in)) values and UE8M0 block
 // scales near 2^-3 .. 2^0 (NaN codes avoided), as a checkpoint stores them.
-std::vector<uint8_t> random_e4m3(size_t n, uint32_t seed, float scale) {
-  std::vector<uint8_t> out(n);
-  const std::vector<float> f = random_floats(n, seed, scale);
-  for (size_t i = 0; i < n; ++i) out[i] = formats::float_to_e4m3(f[i]);
-  return out;
-}
-
-std::vector<uint8_t> random_scales(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> out(n);
-  for (uint8_t& e : out) e = static_cast<uint8_t>(124 + rng() % 4);  // 2^-3 .. 2^0
-  return out;
-}
-
 // Runs the op on `dev` and on the cpu; compares with the tolerance of the header, and the cpu's
 // result with the unquantised product x . dequant(W)^T within e4m3's rounding of x (2^-4 of each
 // |x_i w_i|): a wrong scale or a wrong block would fail that.

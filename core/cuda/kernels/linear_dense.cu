@@ -17,14 +17,13 @@ constexpr int kRowsPerPass = 4;
 TS_DEVICE float widen(uint16_t v) { return bf16_to_float(v); }
 TS_DEVICE float widen(float v) { return v; }
 
-// x: [rows, in] fp32; w: [out, in] bf16 (uint16_t) or fp32; y: [rows, out] fp32. Block b:
-// columns [b * kWarps, b * kWarps + kWarps), one per warp; every row, kRowsPerPass at a time.
+// One output column (a warp's) of y[rows, out] = x[rows, in] . W^T, every row, kRowsPerPass at
+// a time; w: [out, in] bf16 (uint16_t) or fp32. Idle warps (column >= out) still take part in the
+// shuffles of their own warp only.
 template <class W>
-TS_KERNEL(kThreads)
-linear_dense_kernel(const float* x, int64_t rows, int64_t in, const W* w, int64_t out, float* y) {
-  const int lane = thread_index() & 31;
-  const int64_t column = static_cast<int64_t>(block_index()) * kWarps + (thread_index() >> 5);
-  const bool active = column < out;  // idle warps still take part in no collective of others
+TS_DEVICE void dense_column(const float* x, int64_t rows, int64_t in, const W* w, int64_t out,
+                            float* y, int lane, int64_t column) {
+  const bool active = column < out;
   const W* wrow = w + (active ? column : 0) * in;
   for (int64_t first = 0; first < rows; first += kRowsPerPass) {
     float acc[kRowsPerPass] = {};
@@ -44,6 +43,27 @@ linear_dense_kernel(const float* x, int64_t rows, int64_t in, const W* w, int64_
   }
 }
 
+// x: [rows, in] fp32; w: [out, in]; y: [rows, out] fp32. Block b: columns [b * kWarps,
+// b * kWarps + kWarps), one per warp.
+template <class W>
+TS_KERNEL(kThreads)
+linear_dense_kernel(const float* x, int64_t rows, int64_t in, const W* w, int64_t out, float* y) {
+  const int64_t column = static_cast<int64_t>(block_index()) * kWarps + (thread_index() >> 5);
+  dense_column(x, rows, in, w, out, y, thread_index() & 31, column);
+}
+
+// The same per expert: block (b, e) computes expert e's rows [offsets[e], offsets[e + 1]) with
+// w[e]; an expert without rows returns at once (the whole block: no barrier here).
+template <class W>
+TS_KERNEL(kThreads)
+grouped_dense_kernel(const float* x, int64_t in, const W* const* w, const int64_t* offsets,
+                     int64_t out, float* y) {
+  const int64_t e = block_index_y(), first = offsets[e], rows = offsets[e + 1] - first;
+  if (rows <= 0) return;
+  const int64_t column = static_cast<int64_t>(block_index()) * kWarps + (thread_index() >> 5);
+  dense_column(x + first * in, rows, in, w[e], out, y + first * out, thread_index() & 31, column);
+}
+
 template <class W>
 cudaError_t launch_linear_dense(const float* x, int64_t rows, int64_t in, const W* w, int64_t out,
                                 float* y, cudaStream_t stream) {
@@ -55,6 +75,22 @@ cudaError_t launch_linear_dense(const float* x, int64_t rows, int64_t in, const 
 }
 
 }  // namespace
+
+cudaError_t launch_grouped_dense(bool bf16, const float* x, int64_t in, const void* const* w,
+                                 int64_t experts, const int64_t* offsets, int64_t out, float* y,
+                                 cudaStream_t stream) {
+  if (experts <= 0 || out <= 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>((out + kWarps - 1) / kWarps),
+                  static_cast<unsigned>(experts));
+  if (bf16) {
+    TS_LAUNCH(grouped_dense_kernel<uint16_t>, grid, dim3(kThreads), 0, stream, x, in,
+              reinterpret_cast<const uint16_t* const*>(w), offsets, out, y);
+  } else {
+    TS_LAUNCH(grouped_dense_kernel<float>, grid, dim3(kThreads), 0, stream, x, in,
+              reinterpret_cast<const float* const*>(w), offsets, out, y);
+  }
+  return cudaGetLastError();
+}
 
 cudaError_t launch_linear_bf16(const float* x, int64_t rows, int64_t in, const uint16_t* w,
                                int64_t out, float* y, cudaStream_t stream) {

@@ -39,13 +39,10 @@ TS_DEVICE float warp_sum(float v) {
   return v;
 }
 
-// x: [rows, in] fp32; w: [out, in] e4m3; w_scale: [ceil(out/128), ceil(in/128)] ue8m0;
-// y: [rows, out]. Block b: columns [b * kWarps, (b + 1) * kWarps), one per warp.
-TS_KERNEL(kThreads)
-linear_fp8_kernel(const float* x, int64_t rows, int64_t in, const uint8_t* w,
-                  const uint8_t* w_scale, int64_t out, float* y) {
-  const int lane = thread_index() & 31;
-  const int64_t column = static_cast<int64_t>(block_index()) * kWarps + (thread_index() >> 5);
+// One output column (a warp's) of y[rows, out] = x[rows, in] . W^T. x: [rows, in] fp32; w:
+// [out, in] e4m3; w_scale: [ceil(out/128), ceil(in/128)] ue8m0; y: [rows, out].
+TS_DEVICE void fp8_column(const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                          const uint8_t* w_scale, int64_t out, float* y, int lane, int64_t column) {
   const bool active = column < out;
   const int64_t blocks = (in + kBlock - 1) / kBlock;
   const uint8_t* wrow = w + (active ? column : 0) * in;
@@ -66,13 +63,10 @@ linear_fp8_kernel(const float* x, int64_t rows, int64_t in, const uint8_t* w,
   }
 }
 
-// w: [out, in / 2] bytes, two e2m1 per byte, the low nibble the even input; w_scale: [out, in/32]
-// ue8m0. in is a multiple of 32.
-TS_KERNEL(kThreads)
-linear_fp4_kernel(const float* x, int64_t rows, int64_t in, const uint8_t* w,
-                  const uint8_t* w_scale, int64_t out, float* y) {
-  const int lane = thread_index() & 31;
-  const int64_t column = static_cast<int64_t>(block_index()) * kWarps + (thread_index() >> 5);
+// The same with w: [out, in / 2] bytes, two e2m1 per byte, the low nibble the even input;
+// w_scale: [out, in/32] ue8m0. in is a multiple of 32.
+TS_DEVICE void fp4_column(const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                          const uint8_t* w_scale, int64_t out, float* y, int lane, int64_t column) {
   const bool active = column < out;
   const int64_t blocks = (in + kBlock - 1) / kBlock;
   const uint8_t* wrow = w + (active ? column : 0) * (in / 2);
@@ -97,6 +91,40 @@ linear_fp4_kernel(const float* x, int64_t rows, int64_t in, const uint8_t* w,
   }
 }
 
+TS_DEVICE int64_t warp_column() {
+  return static_cast<int64_t>(block_index()) * kWarps + (thread_index() >> 5);
+}
+
+// Block b: columns [b * kWarps, (b + 1) * kWarps), one per warp.
+TS_KERNEL(kThreads)
+linear_fp8_kernel(const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                  const uint8_t* w_scale, int64_t out, float* y) {
+  fp8_column(x, rows, in, w, w_scale, out, y, thread_index() & 31, warp_column());
+}
+
+TS_KERNEL(kThreads)
+linear_fp4_kernel(const float* x, int64_t rows, int64_t in, const uint8_t* w,
+                  const uint8_t* w_scale, int64_t out, float* y) {
+  fp4_column(x, rows, in, w, w_scale, out, y, thread_index() & 31, warp_column());
+}
+
+// Per expert: block (b, e) computes expert e's rows [offsets[e], offsets[e + 1]) with w[e] and
+// scale[e]; an expert without rows returns at once (the whole block: no barrier here).
+TS_KERNEL(kThreads)
+grouped_quantised_kernel(bool fp4, const float* x, int64_t in, const uint8_t* const* w,
+                         const uint8_t* const* scale, const int64_t* offsets, int64_t out,
+                         float* y) {
+  const int64_t e = block_index_y(), first = offsets[e], rows = offsets[e + 1] - first;
+  if (rows <= 0) return;
+  if (fp4) {
+    fp4_column(x + first * in, rows, in, w[e], scale[e], out, y + first * out, thread_index() & 31,
+               warp_column());
+  } else {
+    fp8_column(x + first * in, rows, in, w[e], scale[e], out, y + first * out, thread_index() & 31,
+               warp_column());
+  }
+}
+
 dim3 column_grid(int64_t out) { return dim3(static_cast<unsigned>((out + kWarps - 1) / kWarps)); }
 
 }  // namespace
@@ -106,6 +134,20 @@ cudaError_t launch_linear_fp8(const float* x, int64_t rows, int64_t in, const ui
   if (rows <= 0 || out <= 0) return cudaSuccess;
   TS_LAUNCH(linear_fp8_kernel, column_grid(out), dim3(kThreads), 0, stream, x, rows, in, w, w_scale,
             out, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_grouped_linear(int32_t format, const float* x, int64_t in, const void* const* w,
+                                  const uint8_t* const* scale, int64_t experts,
+                                  const int64_t* offsets, int64_t out, float* y,
+                                  cudaStream_t stream) {
+  if (format == kLinearBf16 || format == kLinearF32)
+    return launch_grouped_dense(format == kLinearBf16, x, in, w, experts, offsets, out, y, stream);
+  if (format != kLinearFp8 && format != kLinearFp4) return cudaErrorInvalidValue;
+  if (experts <= 0 || out <= 0) return cudaSuccess;
+  const dim3 grid(column_grid(out).x, static_cast<unsigned>(experts));
+  TS_LAUNCH(grouped_quantised_kernel, grid, dim3(kThreads), 0, stream, format == kLinearFp4, x, in,
+            reinterpret_cast<const uint8_t* const*>(w), scale, offsets, out, y);
   return cudaGetLastError();
 }
 

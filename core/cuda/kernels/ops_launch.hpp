@@ -86,6 +86,25 @@ cudaError_t launch_row_scan(const float* logits, int64_t rows, int64_t vocab, op
 // gathered[r] = x[source[r]] (moe_combine.cu); x [tokens, D], gathered [rows, D].
 cudaError_t launch_gather_rows(const float* x, const int64_t* source, int64_t rows, int64_t D,
                                float* gathered, cudaStream_t stream);
+// The routed rows grouped by expert on the device (ops/moe_grouping.hpp is the definition):
+// picked, weight [tokens, K] -> offsets [E + 1], source [tokens * K] (token of each grouped row),
+// src and combine_weight [tokens * K] (each token's rows and weights in expert order).
+cudaError_t launch_moe_group(const int32_t* picked, const float* weight, int64_t tokens, int64_t K,
+                             int64_t E, int64_t* offsets, int64_t* source, int64_t* src,
+                             float* combine_weight, cudaStream_t stream);
+// Every expert's product over its rows: y[r] = x[r] . W_e^T for r in [offsets[e], offsets[e+1]),
+// e < experts; w and scale: device arrays of `experts` pointers to weights of one format
+// (kLinearBf16, kLinearF32, kLinearFp8, kLinearFp4: the layouts of the launchers above; scale
+// null for bf16 / f32); x [rows, in], y [rows, out].
+enum LinearFormat : int32_t { kLinearBf16 = 0, kLinearF32 = 1, kLinearFp8 = 2, kLinearFp4 = 3 };
+cudaError_t launch_grouped_linear(int32_t format, const float* x, int64_t in, const void* const* w,
+                                  const uint8_t* const* scale, int64_t experts,
+                                  const int64_t* offsets, int64_t out, float* y,
+                                  cudaStream_t stream);
+// launch_grouped_linear's bf16 / f32 half (linear_dense.cu).
+cudaError_t launch_grouped_dense(bool bf16, const float* x, int64_t in, const void* const* w,
+                                 int64_t experts, const int64_t* offsets, int64_t out, float* y,
+                                 cudaStream_t stream);
 // out[t] += sum_k weight[t, k] * results[src[t, k]], k ascending; out [tokens, D].
 cudaError_t launch_moe_combine(const float* results, const int64_t* src, const float* weight,
                                int64_t tokens, int64_t K, int64_t D, float* out,

@@ -14,6 +14,7 @@
 
 #include "kernels/number_formats.cuh"
 #include "ops/linear.hpp"
+#include "ops/moe_grouping.hpp"
 #include "ops/norms.hpp"
 #include "ops/scan_columns.hpp"
 #include "ops/swiglu.hpp"
@@ -154,6 +155,39 @@ void CpuOps::moe_combine(const Stream&, const float* results, const int64_t* src
     for (int64_t k = 0; k < K; ++k)
       for (int64_t i = 0; i < D; ++i)
         out[t * D + i] += weight[t * K + k] * results[src[t * K + k] * D + i];
+}
+
+void CpuOps::moe_group(const Stream&, const int32_t* picked, const float* weight, int64_t tokens,
+                       int64_t K, int64_t E, int64_t* offsets, int64_t* source, int64_t* src,
+                       float* combine_weight) const {
+  ops::group_routed_rows(picked, weight, tokens, K, E, offsets, source, src, combine_weight);
+}
+
+void CpuOps::grouped_linear(const Stream& stream, LinearFormat format, const float* x, int64_t in,
+                            const void* const* weights, const uint8_t* const* scales,
+                            int64_t experts, const int64_t* offsets, int64_t out, float* y) const {
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t first = offsets[e], rows = offsets[e + 1] - first;
+    if (rows <= 0) continue;
+    const float* xe = x + first * in;
+    float* ye = y + first * out;
+    switch (format) {
+      case LinearFormat::kBf16:
+        linear_bf16(stream, xe, rows, in, static_cast<const uint16_t*>(weights[e]), out, ye);
+        break;
+      case LinearFormat::kF32:
+        linear_f32(stream, xe, rows, in, static_cast<const float*>(weights[e]), out, ye);
+        break;
+      case LinearFormat::kFp8:
+        linear_fp8(stream, xe, rows, in, static_cast<const uint8_t*>(weights[e]), scales[e], out,
+                   ye);
+        break;
+      case LinearFormat::kFp4:
+        linear_fp4(stream, xe, rows, in, static_cast<const uint8_t*>(weights[e]), scales[e], out,
+                   ye);
+        break;
+    }
+  }
 }
 
 void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, const float* weight,

@@ -115,6 +115,23 @@ void ModuleOps::gather_rows(const Stream& stream, const float* x, const int64_t*
            "gather_rows");
 }
 
+void ModuleOps::moe_group(const Stream& stream, const int32_t* picked, const float* weight,
+                          int64_t tokens, int64_t K, int64_t E, int64_t* offsets, int64_t* source,
+                          int64_t* src, float* combine_weight) const {
+  check_op(api_.moe_group(ordinal_, stream.handle(), picked, weight, tokens, K, E, offsets, source,
+                          src, combine_weight),
+           "moe_group");
+}
+
+void ModuleOps::grouped_linear(const Stream& stream, LinearFormat format, const float* x,
+                               int64_t in, const void* const* weights, const uint8_t* const* scales,
+                               int64_t experts, const int64_t* offsets, int64_t out,
+                               float* y) const {
+  check_op(api_.grouped_linear(ordinal_, stream.handle(), static_cast<int32_t>(format), x, in,
+                               weights, scales, experts, offsets, out, y),
+           "grouped_linear");
+}
+
 void ModuleOps::moe_combine(const Stream& stream, const float* results, const int64_t* src,
                             const float* weight, int64_t tokens, int64_t K, int64_t D,
                             float* out) const {

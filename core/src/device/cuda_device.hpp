@@ -46,6 +46,12 @@ class ModuleOps final : public DeviceOps {
   void moe_combine(const Stream& stream, const float* results, const int64_t* src,
                    const float* weight, int64_t tokens, int64_t K, int64_t D,
                    float* out) const override;
+  void moe_group(const Stream& stream, const int32_t* picked, const float* weight, int64_t tokens,
+                 int64_t K, int64_t E, int64_t* offsets, int64_t* source, int64_t* src,
+                 float* combine_weight) const override;
+  void grouped_linear(const Stream& stream, LinearFormat format, const float* x, int64_t in,
+                      const void* const* weights, const uint8_t* const* scales, int64_t experts,
+                      const int64_t* offsets, int64_t out, float* y) const override;
   void rope(const Stream& stream, float* x, int64_t tokens, int64_t heads, int64_t width,
             int64_t rope_dim, const int32_t* positions, const float* inv_freq,
             bool inverse) const override;

@@ -14,6 +14,9 @@ namespace tessera::device {
 
 class Stream;
 
+// How a linear weight is stored (DeviceOps::linear_* for one weight; grouped_linear for many).
+enum class LinearFormat : int32_t { kBf16 = 0, kF32 = 1, kFp8 = 2, kFp4 = 3 };
+
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
@@ -65,6 +68,19 @@ class DeviceOps {
   virtual void moe_combine(const Stream& stream, const float* results, const int64_t* src,
                            const float* weight, int64_t tokens, int64_t K, int64_t D,
                            float* out) const = 0;
+  // The routed rows grouped by expert on this device (ops/moe_grouping.hpp): picked, weight
+  // [tokens, K] -> offsets [E + 1], source, src, combine_weight [tokens * K].
+  virtual void moe_group(const Stream& stream, const int32_t* picked, const float* weight,
+                         int64_t tokens, int64_t K, int64_t E, int64_t* offsets, int64_t* source,
+                         int64_t* src, float* combine_weight) const = 0;
+  // Every expert's product over its rows, one launch: y[r] = x[r] . W_e^T for rows r in
+  // [offsets[e], offsets[e + 1]) (offsets: this device's memory), e < experts; weights and
+  // scales: arrays (this device's memory) of `experts` pointers to [out, in] weights of `format`
+  // (scales as linear_fp8 / linear_fp4 take them; null entries for bf16 / f32).
+  virtual void grouped_linear(const Stream& stream, LinearFormat format, const float* x, int64_t in,
+                              const void* const* weights, const uint8_t* const* scales,
+                              int64_t experts, const int64_t* offsets, int64_t out,
+                              float* y) const = 0;
   // The mHC mixes (ops/hyper_mix.hpp): the site's logits mix [T, rows] =
   // (streams[t] . fn^T) * rsqrt(mean(streams[t]^2) + eps) from streams [T, width] and fn
   // [rows, width] fp32; the coefficients pre, post [T, n] and comb [T, n, n] from them (site's

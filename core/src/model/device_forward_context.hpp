@@ -34,6 +34,7 @@ struct DeviceForwardContext {
   const int32_t* positions_dev;           // [T] the device's copy
   const int32_t* ids_dev;                 // [T] token ids on the device
   device::StepTimeline* timeline;         // null unless a benchmark asks where the time goes
+  int64_t* routing_failures;              // [layers] device: each MoE's lowest failed token, or T
 
   // Closes the interval since the previous mark under `label` when a timeline is attached.
   void mark(const char* label) const {
@@ -51,5 +52,10 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
 // x: [T, D] (post ffn_norm) -> out [T, D], device memory.
 void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const DeviceMoeWeights& w,
                         const float* x, float* out);
+// After the step: throws tessera::Error naming the first layer whose routing failed (a hash
+// layer's token id outside tid2eid, or an expert outside [0, E)); failures: routing_failures as
+// copied to the host.
+void check_routing(const ModelConfig& config, const std::vector<int64_t>& failures,
+                   const ForwardBatch& batch);
 
 }  // namespace tessera::dsv4

@@ -80,9 +80,10 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
 
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
-  const DeviceForwardContext ctx{config_,       device_, stream_,    ops,   scratch_,
-                                 kv_format_,    pools_,  attention_, batch, positions,
-                                 positions_dev, ids_dev, st.timeline};
+  auto* routing_failures = scratch_.get<int64_t>("moe.routing_failures", config_.num_layers);
+  const DeviceForwardContext ctx{
+      config_,    device_, stream_,   ops,           scratch_, kv_format_,  pools_,
+      attention_, batch,   positions, positions_dev, ids_dev,  st.timeline, routing_failures};
   if (st.timeline != nullptr) st.timeline->begin();
   // Streams [T, n, D]: the embedding copied into every stream.
   float* streams = scratch_.get<float>("step.streams", T * n * D);
@@ -152,8 +153,12 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
                device::CopyKind::kDeviceToHost, stream_);
   device_.copy(logits.group_max.data(), group_max, logits.group_max.size() * sizeof(float),
                device::CopyKind::kDeviceToHost, stream_);
+  std::vector<int64_t> failures(static_cast<size_t>(config_.num_layers));
+  device_.copy(failures.data(), routing_failures, failures.size() * sizeof(int64_t),
+               device::CopyKind::kDeviceToHost, stream_);
   ctx.mark("head + logits to host");
   device_.synchronize(stream_);
+  check_routing(config_, failures, batch);
   return logits;
 }
 

@@ -171,6 +171,13 @@ void linear(const device::DeviceOps& ops, const device::Stream& stream, const fl
   }
 }
 
+void grouped_linear(const device::DeviceOps& ops, const device::Stream& stream, const float* x,
+                    const DeviceExpertTable& table, int64_t experts, const int64_t* offsets,
+                    float* y) {
+  ops.grouped_linear(stream, table.format, x, table.in, table.weights, table.scales, experts,
+                     offsets, table.out, y);
+}
+
 void rms_norm(const device::DeviceOps& ops, const device::Stream& stream, float* x, int64_t rows,
               int64_t width, const DeviceVector& w, float eps) {
   if (w.bf16) {
@@ -179,6 +186,40 @@ void rms_norm(const device::DeviceOps& ops, const device::Stream& stream, float*
     ops.rms_norm(stream, x, rows, width, static_cast<const float*>(w.data), eps);
   }
 }
+
+namespace {
+
+// The pointer arrays of one projection of every expert, in device memory kept in `owned`.
+DeviceExpertTable expert_table(const std::vector<DeviceExpert>& experts,
+                               DeviceWeight DeviceExpert::*projection, device::Device& device,
+                               const device::Stream& stream,
+                               std::vector<device::DeviceBuffer>& owned) {
+  DeviceExpertTable t;
+  if (experts.empty()) return t;
+  const DeviceWeight& first = experts.front().*projection;
+  t.format = first.format;
+  t.out = first.out;
+  t.in = first.in;
+  std::vector<const void*> pointers(2 * experts.size());
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const DeviceWeight& w = experts[e].*projection;
+    TS_CHECK(w.format == first.format && w.out == first.out && w.in == first.in,
+             "{}: the routed experts differ in format or shape (expert 0: [{}, {}]; this one: "
+             "[{}, {}]): the grouped expert product needs them alike",
+             w.name ? *w.name : std::string("an expert weight"), first.out, first.in, w.out, w.in);
+    pointers[e] = w.data;
+    pointers[experts.size() + e] = w.scale;
+  }
+  device::DeviceBuffer& b = owned.emplace_back(device.allocate(pointers.size() * sizeof(void*)));
+  device.copy(b.data(), pointers.data(), pointers.size() * sizeof(void*),
+              device::CopyKind::kHostToDevice, stream);
+  t.weights = static_cast<const void* const*>(b.data());
+  t.scales = reinterpret_cast<const uint8_t* const*>(static_cast<const void* const*>(b.data()) +
+                                                     experts.size());
+  return t;
+}
+
+}  // namespace
 
 DeviceModelView view_device_weights(const DeviceModelWeights& weights, const ModelConfig& c,
                                     device::Device& device, const device::Stream& stream) {
@@ -223,6 +264,9 @@ DeviceModelView view_device_weights(const DeviceModelWeights& weights, const Mod
     m.shared = b.expert(p + "ffn.shared_experts.");
     for (int64_t e = 0; e < c.n_routed_experts; ++e)
       m.experts.push_back(b.expert(fmt::format("{}ffn.experts.{}.", p, e)));
+    m.w1 = expert_table(m.experts, &DeviceExpert::w1, device, stream, v.expert_tables);
+    m.w2 = expert_table(m.experts, &DeviceExpert::w2, device, stream, v.expert_tables);
+    m.w3 = expert_table(m.experts, &DeviceExpert::w3, device, stream, v.expert_tables);
   }
   return v;
 }

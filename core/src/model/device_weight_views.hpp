@@ -20,7 +20,7 @@ namespace tessera::dsv4 {
 
 // A linear weight [out, in] (y = x . W^T).
 struct DeviceWeight {
-  enum class Format { kBf16, kF32, kFp8, kFp4 };
+  using Format = device::LinearFormat;
   Format format = Format::kF32;
   int64_t out = 0, in = 0;
   const void* data = nullptr;
@@ -74,6 +74,15 @@ struct DeviceExpert {
   DeviceWeight w1, w2, w3;
 };
 
+// One projection (w1, w2 or w3) of every routed expert for device::DeviceOps::grouped_linear:
+// the experts' weights share a format and shape; the pointer arrays are in device memory.
+struct DeviceExpertTable {
+  device::LinearFormat format = device::LinearFormat::kF32;
+  int64_t out = 0, in = 0;
+  const void* const* weights = nullptr;    // [E]
+  const uint8_t* const* scales = nullptr;  // [E] (null entries for bf16 / f32)
+};
+
 struct DeviceMoeWeights {
   DeviceWeight gate;
   const float* bias = nullptr;       // learned layers
@@ -81,6 +90,7 @@ struct DeviceMoeWeights {
   int64_t table_size = 0;
   DeviceExpert shared;
   std::vector<DeviceExpert> experts;
+  DeviceExpertTable w1, w2, w3;  // the routed experts' projections, grouped
 };
 
 struct DeviceLayerWeights {
@@ -96,7 +106,13 @@ struct DeviceModelView {
   DeviceVector norm;
   DeviceHyperConnection hc_head;
   std::vector<DeviceLayerWeights> layers;
+  std::vector<device::DeviceBuffer> expert_tables;  // what the DeviceExpertTables point into
 };
+
+// y[r] = x[r] . W_e^T for every expert e over its rows [offsets[e], offsets[e + 1]).
+void grouped_linear(const device::DeviceOps& ops, const device::Stream& stream, const float* x,
+                    const DeviceExpertTable& table, int64_t experts, const int64_t* offsets,
+                    float* y);
 
 // Throws tessera::Error naming the tensor when one is missing or in a format the device forward
 // does not take (FP8 with F32 scales, norms other than BF16 / F32).
