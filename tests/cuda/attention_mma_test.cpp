@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "attention_case.hpp"
+#include "parallel_for.hpp"
 #include "plugin_loader.hpp"
 #include "test_device.hpp"
 
@@ -171,20 +172,6 @@ std::string shape_text(const CaseSpec& s, int tokens) {
     << s.ratio;
   if (s.ratio == 4) o << ", topk " << s.topk;
   return o.str();
-}
-
-// Runs f(i) for i in [0, n) on all cores.
-template <class F>
-void parallel_for(int n, F f) {
-  const int threads =
-      std::max(1, std::min<int>(n, static_cast<int>(std::thread::hardware_concurrency())));
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) f(i);
-    });
-  for (auto& th : pool) th.join();
 }
 
 struct DeviceCase {

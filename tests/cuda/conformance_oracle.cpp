@@ -1,33 +1,15 @@
 #include "conformance_oracle.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
+#include "parallel_for.hpp"
 #include "reference_kernels.hpp"
 
 namespace tessera::cudatest {
-namespace {
-
-// Runs f(i) for i in [0, n) on all cores.
-template <class F>
-void parallel_for(int n, F f) {
-  const int threads =
-      std::max(1, std::min<int>(n, static_cast<int>(std::thread::hardware_concurrency())));
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) f(i);
-    });
-  for (auto& th : pool) th.join();
-}
-
-}  // namespace
 
 std::vector<float> random_rows(int64_t n, int32_t dim, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> value(-1.7f, 1.7f);
