@@ -47,7 +47,9 @@ int32_t token_at(int64_t i, int64_t vocab) {
 // The footprint a decode step reads: the checkpoint's stored formats on a device; on the CPU the
 // linear weights as the host engine holds them (bf16 or fp32).
 ModelFootprint footprint(const Runtime& rt) {
-  if (rt.on_device()) return footprint_of_checkpoint(rt.options().model_dir);
+  if (rt.on_device()) {
+    return footprint_of_checkpoint(rt.options().model_dir);
+  }
   return footprint_of_config(
       rt.model_config(),
       rt.options().linear_weights_in_bf16 ? WeightFormat::Bf16 : WeightFormat::F32,
@@ -58,11 +60,15 @@ DeviceBenchRow run_batch(Runtime& rt, const DeviceBenchOptions& o, int64_t batch
                          const ModelFootprint& model, double copy_gbps) {
   const int64_t vocab = rt.model_config().vocab_size;
   std::vector<std::unique_ptr<SequenceKv>> seqs;
-  for (int64_t b = 0; b < batch; ++b) seqs.push_back(rt.new_sequence());
+  for (int64_t b = 0; b < batch; ++b) {
+    seqs.push_back(rt.new_sequence());
+  }
   // The context, one sequence and at most 256 tokens per forward.
   std::vector<int32_t> prompt(static_cast<size_t>(o.context));
   for (int64_t b = 0; b < batch; ++b) {
-    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = token_at(b * 131 + i, vocab);
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      prompt[i] = token_at(b * 131 + i, vocab);
+    }
     for (int64_t at = 0; at < o.context; at += 256) {
       const int64_t n = std::min<int64_t>(256, o.context - at);
       dsv4::ForwardBatch prefill;
@@ -83,7 +89,9 @@ DeviceBenchRow run_batch(Runtime& rt, const DeviceBenchOptions& o, int64_t batch
   step(0, nullptr);  // untimed: first-use allocations, plans
 
   std::unique_ptr<device::StepTimeline> timeline;
-  if (rt.on_device()) timeline = std::make_unique<device::StepTimeline>(*rt.device(), rt.stream());
+  if (rt.on_device()) {
+    timeline = std::make_unique<device::StepTimeline>(*rt.device(), rt.stream());
+  }
   double seconds = 0;
   for (int64_t s = 1; s <= o.steps; ++s) {
     dsv4::ForwardStats stats;
@@ -91,7 +99,9 @@ DeviceBenchRow run_batch(Runtime& rt, const DeviceBenchOptions& o, int64_t batch
     const auto start = Clock::now();
     step(s, &stats);
     seconds += std::chrono::duration<double>(Clock::now() - start).count();
-    if (timeline) timeline->finish();
+    if (timeline) {
+      timeline->finish();
+    }
   }
   DeviceBenchRow row;
   row.batch = batch;
@@ -106,8 +116,9 @@ DeviceBenchRow run_batch(Runtime& rt, const DeviceBenchOptions& o, int64_t batch
   row.kv_bytes = cost.kv_bytes + cost.index_bytes;
   row.gbps = (row.weight_bytes + row.kv_bytes) / (row.ms_per_step * 1e-3) / 1e9;
   if (timeline) {
-    for (const auto& [label, ms] : timeline->totals_ms())
+    for (const auto& [label, ms] : timeline->totals_ms()) {
       row.breakdown_ms.emplace_back(label, ms / static_cast<double>(o.steps));
+    }
   }
   return row;
 }
@@ -117,7 +128,9 @@ DeviceBenchRow run_batch(Runtime& rt, const DeviceBenchOptions& o, int64_t batch
 DeviceBenchResult run_device_bench(const DeviceBenchOptions& o) {
   TS_CHECK(!o.batches.empty() && o.context >= 1 && o.steps >= 1,
            "bench device: give batch sizes, --context >= 1 and --steps >= 1");
-  for (const int64_t b : o.batches) TS_CHECK(b >= 1, "bench device: batch {} must be >= 1", b);
+  for (const int64_t b : o.batches) {
+    TS_CHECK(b >= 1, "bench device: batch {} must be >= 1", b);
+  }
   const Config config = load_config_file(o.config_path);
   const RuntimeOptions options = RuntimeOptions::from_config(config);
   const int threads = config.executor.threads > 0
@@ -165,7 +178,9 @@ std::string format_device_bench(const DeviceBenchOptions& o, const DeviceBenchRe
                      row.weight_bytes / 1e6, row.kv_bytes / 1e6, row.gbps,
                      100.0 * row.gbps / r.copy_gbps);
   }
-  if (r.rows.empty() || r.rows.front().breakdown_ms.empty()) return s;
+  if (r.rows.empty() || r.rows.front().breakdown_ms.empty()) {
+    return s;
+  }
   s += "\nwhere a step's time goes (ms per step, timing events on the stream)\n\n| block |";
   std::string rule = "|---|";
   for (const DeviceBenchRow& row : r.rows) {
@@ -190,7 +205,9 @@ std::string format_device_bench(const DeviceBenchOptions& o, const DeviceBenchRe
   s += "| sum of the blocks (ms / step above: the whole step, host included) |";
   for (const DeviceBenchRow& row : r.rows) {
     double sum = 0;
-    for (const auto& [label, ms] : row.breakdown_ms) sum += ms;
+    for (const auto& [label, ms] : row.breakdown_ms) {
+      sum += ms;
+    }
     s += fmt::format(" {:.3f} |", sum);
   }
   return s + "\n";

@@ -7,7 +7,9 @@
 namespace tessera::device {
 
 void StepTimeline::record_next() {
-  if (used_ == events_.size()) events_.push_back(device_.create_timing_event());
+  if (used_ == events_.size()) {
+    events_.push_back(device_.create_timing_event());
+  }
   device_.record(events_[used_++], stream_);
 }
 

@@ -76,11 +76,17 @@ void check_routing(const ModelConfig& config, const std::vector<int64_t>& failur
   const int64_t T = batch.total_tokens();
   for (int64_t layer = 0; layer < static_cast<int64_t>(failures.size()); ++layer) {
     const int64_t row = failures[static_cast<size_t>(layer)];
-    if (row >= T) continue;
+    if (row >= T) {
+      continue;
+    }
     int64_t id = -1;  // the failing token's id, from the batch
-    for (int64_t r = 0; const SequenceChunk& c : batch.chunks)
-      for (const int32_t token : c.tokens)
-        if (r++ == row) id = token;
+    for (int64_t r = 0; const SequenceChunk& c : batch.chunks) {
+      for (const int32_t token : c.tokens) {
+        if (r++ == row) {
+          id = token;
+        }
+      }
+    }
     TS_CHECK(!config.is_hash_layer(layer), "layer {}: hash routing: token id {} outside tid2eid",
              layer, id);
     TS_CHECK(false, "layer {}: routing of token {} (id {}) picked an expert outside [0, {})", layer,

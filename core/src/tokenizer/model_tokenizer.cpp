@@ -10,7 +10,9 @@ namespace tessera::tokenizer {
 
 ModelTokenizer load_model_tokenizer(const std::filesystem::path& model_dir, int64_t vocab_size) {
   const auto path = model_dir / "tokenizer.json";
-  if (std::filesystem::exists(path)) return {Tokenizer::from_file(path), false};
+  if (std::filesystem::exists(path)) {
+    return {Tokenizer::from_file(path), false};
+  }
   TS_CHECK(vocab_size > 0 && vocab_size <= INT32_MAX, "id tokenizer: vocab_size {} out of range",
            vocab_size);
   return {make_id_tokenizer(static_cast<int32_t>(vocab_size)), true};
@@ -22,7 +24,9 @@ Tokenizer make_id_tokenizer(int32_t vocab_size) {
   // loader as any HF tokenizer.json. '<', '>' and digits are printable ASCII, which the
   // byte-level alphabet maps to themselves, so token i decodes to the bytes "<i>".
   nlohmann::json vocab = nlohmann::json::object();
-  for (int32_t i = 0; i < vocab_size; ++i) vocab[fmt::format("<{}>", i)] = i;
+  for (int32_t i = 0; i < vocab_size; ++i) {
+    vocab[fmt::format("<{}>", i)] = i;
+  }
   const nlohmann::json doc = {
       {"version", "1.0"},
       {"added_tokens", nlohmann::json::array()},
