@@ -5,11 +5,12 @@ the kernels a GPU runs.
 - The e2e checkpoint with the reference attention and the bf16 cache: the official `openai`
   client gets the same greedy completions as from the CPU server, streamed and not, and the log
   names the emulated device.
-- The seeds' swap on the shipped model (models/tiny-dsv4): every attention x kv-cache pair
-  (reference | mma) x (bf16 | fp8) serves the greedy completion the CPU server with the reference
+- The seeds' swap on the shipped model (models/tiny-dsv4): one server whose four A/B arms are the
+  attention x kv-cache pairs (reference | mma) x (bf16 | fp8), sharing one copy of the weights on
+  the device, serves on every arm the greedy completion the CPU server with the reference
   attention and the same cache gives (the CPU has no mma).
-- `tessera generate` with mma over the fp8 cache on the emulator prints the CPU oracle's text,
-  and only the text, on stdout.
+- `tessera generate` with every pair on the emulator prints the CPU oracle's text, and only the
+  text, on stdout.
 - `tessera ab` between mma and reference over the fp8 cache on the emulator: teacher-forced
   top-1 agreement 100% and mean KL below 1e-5 (measured: ~8e-7, docs/cuda.md)."""
 import json
@@ -23,7 +24,7 @@ import openai
 import harness
 
 PROMPTS = ["The capital of France is", "One, two, three,"]
-PAIRS = [("mma", "bf16"), ("reference", "fp8"), ("mma", "fp8")]
+PAIRS = [("reference", "bf16"), ("mma", "bf16"), ("reference", "fp8"), ("mma", "fp8")]
 
 
 def greedy(server, prompt, stream=False, max_tokens=6):
@@ -75,49 +76,71 @@ class CudaEmulatedServeTest(unittest.TestCase):
         self.assertEqual(streamed, whole)
 
 
+def ab_tables(pairs):
+    """[ab] tables whose arms are attention x kv pairs, named "<attention>-<kv>"."""
+    lines = ["[ab]", "arms = [" + ", ".join(f'"{a}-{kv}"' for a, kv in pairs) + "]"]
+    for attention, kv in pairs:
+        lines += [f"[ab.{attention}-{kv}.attention]", f'plugin = "{attention}"',
+                  f"[ab.{attention}-{kv}.kv_cache]", f'plugin = "{kv}"']
+    return "\n".join(lines)
+
+
+def greedy_on_arm(server, arm, prompt, max_tokens):
+    client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
+    r = client.completions.create(model=client.models.list().data[0].id, prompt=prompt,
+                                  max_tokens=max_tokens, temperature=0,
+                                  extra_headers={"X-Tessera-Arm": arm})
+    return r.choices[0].text, r.usage.completion_tokens
+
+
 class AttentionTimesKvServeTest(unittest.TestCase):
-    """The shipped model served by every pair on the emulator against the CPU oracle."""
+    """The shipped model served by every pair on the emulator against the CPU oracle: one server
+    whose four A/B arms are the pairs, sharing one copy of the weights on the device."""
 
     @classmethod
     def setUpClass(cls):
         shipped = dict(model=harness.SHIPPED_MODEL, memory_gib=0.05)
-        cls.cpu = {kv: harness.Server(kv_cache=kv, **shipped).start() for kv in ("bf16", "fp8")}
-        cls.pairs = {(a, kv): harness.Server(cuda_module="emulated", attention=a, kv_cache=kv,
-                                             **shipped).start(timeout=300)
-                     for a, kv in PAIRS}
+        cls.cpu = harness.Server(extra_toml=ab_tables([("reference", "bf16"), ("reference", "fp8")]),
+                                 **shipped).start()
+        cls.pairs = harness.Server(cuda_module="emulated", extra_toml=ab_tables(PAIRS),
+                                   **shipped).start(timeout=300)
 
     @classmethod
     def tearDownClass(cls):
-        stop_all(list(cls.cpu.values()) + list(cls.pairs.values()))
+        stop_all([cls.cpu, cls.pairs])
 
     def test_every_pair_serves_the_cpu_oracles_greedy_text(self):
         for kv in ("bf16", "fp8"):
-            want, n = greedy(self.cpu[kv], PROMPTS[0], max_tokens=4)
+            want, n = greedy_on_arm(self.cpu, f"reference-{kv}", PROMPTS[0], 4)
             self.assertEqual(n, 4)
-            for (attention, pair_kv), server in self.pairs.items():
-                if pair_kv != kv:
-                    continue
+            for attention in ("reference", "mma"):
                 with self.subTest(attention=attention, kv=kv):
-                    got, m = greedy(server, PROMPTS[0], max_tokens=4)
-                    self.assertEqual((got, m), (want, n))
-                    self.assertIn(f"attention `{attention}`", server.log())
+                    got = greedy_on_arm(self.pairs, f"{attention}-{kv}", PROMPTS[0], 4)
+                    self.assertEqual(got, (want, n))
+        log = self.pairs.log()
+        self.assertEqual(log.count("is shared (no second copy)"), len(PAIRS) - 1, log[-3000:])
+        self.assertIn("attention mma", log)
 
 
 class GenerateTest(unittest.TestCase):
-    def test_generate_with_mma_over_fp8_prints_the_cpu_oracles_text(self):
-        shipped = dict(model=harness.SHIPPED_MODEL, memory_gib=0.05, kv_cache="fp8")
-        configs = {"cpu": harness.Server(**shipped).config_path,
-                   "emulated": harness.Server(cuda_module="emulated", attention="mma",
-                                              **shipped).config_path}
-        text = {}
-        for where, config in configs.items():
+    def test_generate_prints_the_cpu_oracles_text_with_every_pair(self):
+        shipped = dict(model=harness.SHIPPED_MODEL, memory_gib=0.05)
+
+        def generate(config):
             run = subprocess.run([harness.BIN, "generate", "-c", config, "-p", PROMPTS[1],
                                   "--max-tokens", "4", "--temperature", "0"],
                                  capture_output=True, text=True, timeout=300)
             self.assertEqual(run.returncode, 0, run.stderr[-4000:])
-            text[where] = run.stdout
-        self.assertTrue(text["cpu"].strip())
-        self.assertEqual(text["emulated"], text["cpu"])
+            return run.stdout
+
+        want = {kv: generate(harness.Server(kv_cache=kv, **shipped).config_path)
+                for kv in ("bf16", "fp8")}
+        for attention, kv in PAIRS:
+            with self.subTest(attention=attention, kv=kv):
+                self.assertTrue(want[kv].strip())
+                config = harness.Server(cuda_module="emulated", attention=attention, kv_cache=kv,
+                                        **shipped).config_path
+                self.assertEqual(generate(config), want[kv])
 
 
 class MmaAgainstReferenceAbTest(unittest.TestCase):
