@@ -14,6 +14,7 @@
 #include <string>
 
 #include "device/communicator.hpp"
+#include "device/device_communicator.hpp"
 #include "nccl_api.h"
 #include "util/check.hpp"
 
@@ -79,6 +80,44 @@ class NcclCommunicator final : public Communicator {
   int ranks_;
   int rank_;
   void* stream_;
+  ts_nccl_comm* comm_ = nullptr;
+};
+
+// The same NCCL group as a device::DeviceCommunicator: each collective enqueued on the stream it
+// is given, with no host wait (the rank synchronises once per step). Joins the group like
+// NcclCommunicator (blocking until every rank has).
+class NcclStreamCommunicator final : public device::DeviceCommunicator {
+ public:
+  NcclStreamCommunicator(const ts_cuda_nccl_api& api, int32_t ordinal, int ranks, int rank,
+                         const NcclCommunicator::UniqueId& id)
+      : api_(api), ranks_(ranks), rank_(rank) {
+    check(api_.init_rank(ordinal, ranks, id.data(), rank, &comm_), "ncclCommInitRank");
+  }
+  ~NcclStreamCommunicator() override { api_.destroy(comm_); }
+  NcclStreamCommunicator(const NcclStreamCommunicator&) = delete;
+  NcclStreamCommunicator& operator=(const NcclStreamCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return ranks_; }
+  bool enqueued() const override { return true; }
+
+  void all_reduce_sum(float* data, size_t count, const device::Stream& stream) override {
+    check(api_.all_reduce_sum_f32(comm_, data, count, stream.handle()), "all_reduce");
+  }
+  void all_gather(const float* send, size_t count, float* recv,
+                  const device::Stream& stream) override {
+    check(api_.all_gather_f32(comm_, send, count, recv, stream.handle()), "all_gather");
+  }
+  void abort_group(const char*) override { api_.abort(comm_); }
+
+ private:
+  static void check(ts_status s, const char* what) {
+    TS_CHECK(s.code == TS_OK, "nccl {}: {}", what, s.message != nullptr ? s.message : "?");
+  }
+
+  const ts_cuda_nccl_api& api_;
+  int ranks_;
+  int rank_;
   ts_nccl_comm* comm_ = nullptr;
 };
 

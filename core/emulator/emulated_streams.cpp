@@ -48,8 +48,11 @@ void run_until(cudaStream_t stream, uint64_t mark) {
   }
 }
 
-std::mutex g_streams_mutex;
-std::set<cudaStream_t> g_streams;  // every live stream, for device_synchronize()
+// Every live stream, for device_synchronize(), which holds the mutex while it runs them so that
+// no other thread destroys one under it (recursive: work it runs may free device memory, which
+// synchronises the device again on the same thread).
+std::recursive_mutex g_streams_mutex;
+std::set<cudaStream_t> g_streams;
 
 }  // namespace
 
@@ -71,11 +74,8 @@ void stream_destroy(cudaStream_t stream) {
 }
 
 void device_synchronize() {
-  std::vector<cudaStream_t> streams;
-  {
-    std::lock_guard lock(g_streams_mutex);
-    streams.assign(g_streams.begin(), g_streams.end());
-  }
+  std::lock_guard lock(g_streams_mutex);
+  const std::vector<cudaStream_t> streams(g_streams.begin(), g_streams.end());
   for (cudaStream_t stream : streams) run_until(stream, UINT64_MAX);
 }
 
