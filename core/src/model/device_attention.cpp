@@ -1,9 +1,11 @@
 // The attention block of the device forward (model/attention_layer.hpp has the host one and the
 // algorithm): projections, norms and RoPE on the device; kv stored by the kv format on the
-// device; the compressors on the host (their state is host memory: the two projections come to
-// the host, the closed windows' entries go back); the attention plugin run on the device; inverse
-// RoPE and the grouped output projection on the device.
+// device; the compressors on the host (their state is host memory: the projections of both
+// compressors come to the host with one wait, the closed windows' entries go back); the attention
+// plugin run on the device; inverse RoPE and the grouped output projection on the device.
 #include <cmath>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "device/plugin_device.hpp"
@@ -14,25 +16,40 @@
 namespace tessera::dsv4 {
 namespace {
 
-// kv and gate projections of x to the host, through the compressor, the entries back and stored.
-void run_compressor(const DeviceForwardContext& ctx, int64_t layer, const DeviceCompressor& w,
-                    const ops::RopeTable& rope, const float* x, bool is_indexer) {
+// A compressor's kv and gate projections of the step's tokens, copied to the host.
+struct CompressorProjections {
+  std::vector<float> kv, gate;  // [T, width]
+};
+
+// Enqueues the two projections of x and their copies to the host: valid after the stream is
+// synchronised.
+CompressorProjections project(const DeviceForwardContext& ctx, const DeviceCompressor& w,
+                              const float* x, const std::string& tag) {
   const auto T = static_cast<int64_t>(ctx.positions.size());
   const int64_t width = w.wkv.out;
-  const std::string tag = is_indexer ? "attn.index_compressor." : "attn.compressor.";
   float* kv = ctx.scratch.get<float>(tag + "kv", T * width);
   float* gate = ctx.scratch.get<float>(tag + "gate", T * width);
   linear(ctx.ops, ctx.stream, x, T, w.wkv, kv);
   linear(ctx.ops, ctx.stream, x, T, w.wgate, gate);
-  std::vector<float> kv_host(static_cast<size_t>(T * width)), gate_host(kv_host.size());
-  const size_t bytes = kv_host.size() * sizeof(float);
-  ctx.device.copy(kv_host.data(), kv, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
-  ctx.device.copy(gate_host.data(), gate, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
-  ctx.device.synchronize(ctx.stream);
+  CompressorProjections p{std::vector<float>(static_cast<size_t>(T * width)),
+                          std::vector<float>(static_cast<size_t>(T * width))};
+  const size_t bytes = p.kv.size() * sizeof(float);
+  ctx.device.copy(p.kv.data(), kv, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
+  ctx.device.copy(p.gate.data(), gate, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
+  return p;
+}
+
+// The projections (on the host, synchronised) through the compressor's state; the closed
+// windows' entries back to the device and stored by the kv format.
+void store_compressed(const DeviceForwardContext& ctx, int64_t layer, const DeviceCompressor& w,
+                      const ops::RopeTable& rope, CompressorProjections& p, bool is_indexer) {
   const CompressedEntries entries =
-      compress_tokens(ctx.config, layer, w.host(), rope, ctx.batch, ctx.positions, kv_host.data(),
-                      gate_host.data(), is_indexer);
-  if (entries.slots.empty()) return;
+      compress_tokens(ctx.config, layer, w.host(), rope, ctx.batch, ctx.positions, p.kv.data(),
+                      p.gate.data(), is_indexer);
+  if (entries.slots.empty()) {
+    return;
+  }
+  const std::string tag = is_indexer ? "attn.index_compressor." : "attn.compressor.";
   float* rows = ctx.scratch.get<float>(tag + "entries", static_cast<int64_t>(entries.rows.size()));
   ctx.device.copy(rows, entries.rows.data(), entries.rows.size() * sizeof(float),
                   device::CopyKind::kHostToDevice, ctx.stream);
@@ -41,6 +58,18 @@ void run_compressor(const DeviceForwardContext& ctx, int64_t layer, const Device
   ctx.kv_format.store(layout, rows, entries.slots,
                       is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data(),
                       device::plugin_device(ctx.device, ctx.stream));
+}
+
+// The layer's compressors (main, and the indexer's on CSA layers) with one wait for the host.
+void run_compressors(const DeviceForwardContext& ctx, int64_t layer,
+                     const DeviceAttentionWeights& w, const ops::RopeTable& rope, const float* x) {
+  CompressorProjections main = project(ctx, *w.compressor, x, "attn.compressor.");
+  std::optional<CompressorProjections> index;
+  if (w.index_compressor) index = project(ctx, *w.index_compressor, x, "attn.index_compressor.");
+  ctx.device.synchronize(ctx.stream);
+  // Main first: its append_compressed allocates the indexer slot too.
+  store_compressed(ctx, layer, *w.compressor, rope, main, false);
+  if (index) store_compressed(ctx, layer, *w.index_compressor, rope, *index, true);
 }
 
 }  // namespace
@@ -80,9 +109,10 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
   }
   ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(), plugin_device);
   ctx.mark("attention: q, kv projections + store");
-  if (m > 0) run_compressor(ctx, layer, *w.compressor, rope, x, false);  // main first
-  if (m == 4) run_compressor(ctx, layer, *w.index_compressor, rope, x, true);
-  if (m > 0) ctx.mark("attention: compressors");
+  if (m > 0) {
+    run_compressors(ctx, layer, w, rope, x);
+    ctx.mark("attention: compressors");
+  }
 
   float *index_q = nullptr, *index_w = nullptr;
   if (m == 4) {
