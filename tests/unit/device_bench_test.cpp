@@ -87,7 +87,13 @@ TEST(DeviceBench, EmulatedDeviceRowsAndBreakdown) {
   o.batches = {1, 2};
   o.context = 8;
   o.steps = 1;
+  o.prefill = {12};
+  o.prefill_chunk = 8;  // 8 + 4 tokens
   const auto r = run_device_bench(o);
+  ASSERT_EQ(r.prefills.size(), 1u);
+  EXPECT_EQ(r.prefills[0].tokens, 12);
+  EXPECT_GT(r.prefills[0].seconds, 0.0);
+  EXPECT_FALSE(r.prefills[0].breakdown_ms.empty());
   EXPECT_NE(r.device.find("emulator"), std::string::npos) << r.device;
   EXPECT_EQ(r.attention, "mma");
   EXPECT_EQ(r.kv_cache, "fp8");
@@ -116,6 +122,7 @@ TEST(DeviceBench, EmulatedDeviceRowsAndBreakdown) {
   const std::string table = tessera::bench::format_device_bench(o, r);
   EXPECT_NE(table.find("| 2 |"), std::string::npos) << table;
   EXPECT_NE(table.find("MoE: experts + combine"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 12 |"), std::string::npos) << table;  // the prefill row
 }
 
 TEST(DeviceBench, CpuRowsWithoutBreakdownAndTheRefusalOfAnOversizedBatch) {

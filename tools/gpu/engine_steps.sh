@@ -6,7 +6,8 @@
 #   2. a DeepSeek-V4-Flash-shaped checkpoint (`tessera make-checkpoint --preset flash`, all 256
 #      experts, TESSERA_FLASH_LAYERS layers, default 2) and `tessera bench device` on it at
 #      batch TESSERA_BENCH_BATCH (default 1,8,64), context TESSERA_BENCH_CONTEXT (default 256),
-#      the table in OUT_DIR/device_bench.md.
+#      and a prefill of TESSERA_BENCH_PREFILL tokens (default 1024), the tables in
+#      OUT_DIR/device_bench.md.
 # DEVICE: "cuda" (a GPU: tools/gpu/check.sh) or "cpu" (bundle_check.sh: the same steps with the
 # CPU engine on both sides and a reduced checkpoint, to prove the bundle runs them).
 # Exit 0 when every step passes, 1 otherwise; each step's line on stdout.
@@ -68,9 +69,10 @@ done
 layers=${TESSERA_FLASH_LAYERS:-2}
 batches=${TESSERA_BENCH_BATCH:-1,8,64}
 context=${TESSERA_BENCH_CONTEXT:-256}
+prefill=${TESSERA_BENCH_PREFILL:-1024}
 experts=0 vocab=129280
 if [ "$device" = cpu ]; then  # what proves the bundle runs it, in seconds, on a small machine
-  layers=1 experts=8 vocab=1024 batches=1,2 context=8
+  layers=1 experts=8 vocab=1024 batches=1,2 context=8 prefill=16
 fi
 if "${tessera[@]}" make-checkpoint --preset flash --layers "$layers" --experts "$experts" \
   --vocab "$vocab" --out "$work/flash" >"$work/make.log" 2>&1; then
@@ -79,8 +81,9 @@ if "${tessera[@]}" make-checkpoint --preset flash --layers "$layers" --experts "
   [ "$device" = cpu ] && attention=reference
   config "$work/flash.toml" "$work/flash" "$device" "$attention" fp8 2
   if "${tessera[@]}" bench device -c "$work/flash.toml" --batch "$batches" --context "$context" \
-    --steps 4 >"$out/device_bench.md" 2>"$work/bench.log"; then
-    echo "pass: tessera bench device (batch $batches, context $context): $out/device_bench.md"
+    --steps 4 --prefill "$prefill" >"$out/device_bench.md" 2>"$work/bench.log"; then
+    echo "pass: tessera bench device (batch $batches, context $context, prefill $prefill):" \
+      "$out/device_bench.md"
   else
     echo "FAIL: tessera bench device"
     tail -5 "$work/bench.log"

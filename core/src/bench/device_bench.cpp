@@ -123,11 +123,58 @@ DeviceBenchRow run_batch(Runtime& rt, const DeviceBenchOptions& o, int64_t batch
   return row;
 }
 
+// One sequence's prompt of `tokens` tokens in chunks of o.prefill_chunk, timed (after an untimed
+// prefill of one chunk on another sequence, so that first-use costs stay out).
+PrefillRow run_prefill(Runtime& rt, const DeviceBenchOptions& o, int64_t tokens) {
+  const int64_t vocab = rt.model_config().vocab_size;
+  std::vector<int32_t> prompt(static_cast<size_t>(tokens));
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    prompt[i] = token_at(static_cast<int64_t>(i) * 3 + 1, vocab);
+  }
+  {
+    auto warm = rt.new_sequence();
+    dsv4::ForwardBatch b;
+    b.chunks.push_back({warm.get(),
+                        std::span<const int32_t>(
+                            prompt.data(), static_cast<size_t>(std::min(tokens, o.prefill_chunk))),
+                        false});
+    (void)rt.model().forward(b);
+  }
+  auto seq = rt.new_sequence();
+  std::unique_ptr<device::StepTimeline> timeline;
+  if (rt.on_device()) {
+    timeline = std::make_unique<device::StepTimeline>(*rt.device(), rt.stream());
+  }
+  PrefillRow row;
+  row.tokens = tokens;
+  for (int64_t at = 0; at < tokens; at += o.prefill_chunk) {
+    const int64_t n = std::min(o.prefill_chunk, tokens - at);
+    dsv4::ForwardBatch b;
+    b.chunks.push_back({seq.get(), std::span<const int32_t>(prompt.data() + at, n), false});
+    dsv4::ForwardStats stats;
+    stats.timeline = timeline.get();
+    const auto start = Clock::now();
+    (void)rt.model().forward(b, &stats);
+    row.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    if (timeline) {
+      timeline->finish();
+    }
+  }
+  if (timeline) {
+    row.breakdown_ms = timeline->totals_ms();
+  }
+  return row;
+}
+
 }  // namespace
 
 DeviceBenchResult run_device_bench(const DeviceBenchOptions& o) {
-  TS_CHECK(!o.batches.empty() && o.context >= 1 && o.steps >= 1,
-           "bench device: give batch sizes, --context >= 1 and --steps >= 1");
+  TS_CHECK(!o.batches.empty() && o.context >= 1 && o.steps >= 1 && o.prefill_chunk >= 1,
+           "bench device: give batch sizes, --context >= 1, --steps >= 1 and --prefill-chunk >= "
+           "1");
+  for (const int64_t n : o.prefill) {
+    TS_CHECK(n >= 1, "bench device: --prefill {} must be >= 1", n);
+  }
   for (const int64_t b : o.batches) {
     TS_CHECK(b >= 1, "bench device: batch {} must be >= 1", b);
   }
@@ -158,8 +205,47 @@ DeviceBenchResult run_device_bench(const DeviceBenchOptions& o) {
                e.what());
     }
   }
+  for (const int64_t n : o.prefill) {
+    try {
+      r.prefills.push_back(run_prefill(rt, o, n));
+    } catch (const Error& e) {
+      TS_CHECK(false, "bench device: a prefill of {} tokens: {}", n, e.what());
+    }
+  }
   return r;
 }
+
+namespace {
+
+std::string format_prefills(const DeviceBenchOptions& o, const DeviceBenchResult& r) {
+  if (r.prefills.empty()) {
+    return "";
+  }
+  std::string s = fmt::format(
+      "\nprefill of one prompt, {} tokens per forward\n\n| prompt tokens | seconds | tokens/s | "
+      "largest block (ms, share) |\n|---|---|---|---|\n",
+      o.prefill_chunk);
+  for (const PrefillRow& p : r.prefills) {
+    std::string largest = "-";
+    double total = 0;
+    const std::pair<std::string, double>* top = nullptr;
+    for (const auto& block : p.breakdown_ms) {
+      total += block.second;
+      if (top == nullptr || block.second > top->second) {
+        top = &block;
+      }
+    }
+    if (top != nullptr && total > 0) {
+      largest =
+          fmt::format("{}: {:.1f} ({:.0f}%)", top->first, top->second, 100.0 * top->second / total);
+    }
+    s += fmt::format("| {} | {:.3f} | {:.1f} | {} |\n", p.tokens, p.seconds,
+                     static_cast<double>(p.tokens) / p.seconds, largest);
+  }
+  return s;
+}
+
+}  // namespace
 
 std::string format_device_bench(const DeviceBenchOptions& o, const DeviceBenchResult& r) {
   std::string s = fmt::format(
@@ -179,7 +265,7 @@ std::string format_device_bench(const DeviceBenchOptions& o, const DeviceBenchRe
                      100.0 * row.gbps / r.copy_gbps);
   }
   if (r.rows.empty() || r.rows.front().breakdown_ms.empty()) {
-    return s;
+    return s + format_prefills(o, r);
   }
   s += "\nwhere a step's time goes (ms per step, timing events on the stream)\n\n| block |";
   std::string rule = "|---|";
@@ -210,7 +296,7 @@ std::string format_device_bench(const DeviceBenchOptions& o, const DeviceBenchRe
     }
     s += fmt::format(" {:.3f} |", sum);
   }
-  return s + "\n";
+  return s + "\n" + format_prefills(o, r);
 }
 
 }  // namespace tessera::bench

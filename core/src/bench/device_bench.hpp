@@ -3,7 +3,8 @@
 // and per output token; the bytes a step reads (weights in their stored formats and the kv
 // entries, from the sizing model: bench/sizing_model.hpp, one rank) and the GB/s that makes
 // against the device's copy bandwidth measured by the same binary first; and, on a CUDA device,
-// where the step's time goes, block by block (timing events: device/step_timeline.hpp).
+// where the step's time goes, block by block (timing events: device/step_timeline.hpp). Also,
+// when asked, the prefill of one prompt of each given length in chunks: tokens per second.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,16 @@ namespace tessera::bench {
 struct DeviceBenchOptions {
   std::string config_path;
   std::vector<int64_t> batches{1, 8, 64};
-  int64_t context = 256;  // tokens in every sequence's cache before the timed steps
-  int64_t steps = 4;      // timed decode steps per batch size (after one untimed)
+  int64_t context = 256;         // tokens in every sequence's cache before the timed steps
+  int64_t steps = 4;             // timed decode steps per batch size (after one untimed)
+  std::vector<int64_t> prefill;  // prompt lengths to time a prefill of (one sequence; none: skip)
+  int64_t prefill_chunk = 256;   // tokens per forward of a prefill (the engine's chunked prefill)
+};
+
+struct PrefillRow {
+  int64_t tokens = 0;
+  double seconds = 0;
+  std::vector<std::pair<std::string, double>> breakdown_ms;  // whole prefill, CUDA device only
 };
 
 struct DeviceBenchRow {
@@ -32,6 +41,7 @@ struct DeviceBenchResult {
   std::string device, model, attention, kv_cache;
   double copy_gbps = 0;  // device-to-device (or host) copy, read + write bytes
   std::vector<DeviceBenchRow> rows;
+  std::vector<PrefillRow> prefills;
 };
 
 DeviceBenchResult run_device_bench(const DeviceBenchOptions& options);

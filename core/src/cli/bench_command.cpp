@@ -51,6 +51,14 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   device->add_option("--steps", device_options->steps, "timed decode steps per batch size")
       ->capture_default_str();
+  device
+      ->add_option("--prefill", device_options->prefill,
+                   "prompt lengths to time a prefill of (e.g. 1024,8192; one sequence)")
+      ->delimiter(',');
+  device
+      ->add_option("--prefill-chunk", device_options->prefill_chunk,
+                   "tokens per forward of a prefill")
+      ->capture_default_str();
   device->callback([device_options] {
     fmt::print("{}", bench::format_device_bench(*device_options,
                                                 bench::run_device_bench(*device_options)));
