@@ -68,7 +68,7 @@ class Server:
     def __init__(self, sampler="standard", frontend=None, limits=None, scheduler=None,
                  max_context=256, defaults=None, args=(), env=None, scripted=False,
                  extra_toml="", cuda_module=None, model=None, kv_cache="bf16",
-                 attention="reference", memory_gib=0.02):
+                 attention="reference", memory_gib=0.02, tensor_parallel=1):
         self.dir = tempfile.mkdtemp(prefix="server-", dir=self._work())
         self.port_file = os.path.join(self.dir, "port")
         self.log_path = os.path.join(self.dir, "serve.log")
@@ -87,7 +87,8 @@ class Server:
             "[model]", f"path = {toml_value(model or MODEL)}", f"max_context = {max_context}", "",
             "[executor]"] + (
                 ['device = "cuda"', f"cuda_module = {toml_value(cuda_module)}"] if cuda_module
-                else ['device = "cpu"']) + ["threads = 1", "",
+                else ['device = "cpu"']) + ["threads = 1",
+                                            f"tensor_parallel = {tensor_parallel}", "",
             "[kv_cache]", f"plugin = {toml_value(kv_cache)}", "page_size = 16",
             f"memory_gib = {toml_value(memory_gib)}", "",
             "[attention]", f"plugin = {toml_value(attention)}", "",

@@ -122,6 +122,26 @@ class AttentionTimesKvServeTest(unittest.TestCase):
         self.assertIn("attention mma", log)
 
 
+class TensorParallelServeTest(unittest.TestCase):
+    """`tensor_parallel = 2` on the emulated device: two ranks, each with its share of the shipped
+    model's weights on the device, serve the CPU oracle's greedy text."""
+
+    def test_two_ranks_serve_the_cpu_oracles_greedy_text(self):
+        shipped = dict(model=harness.SHIPPED_MODEL, memory_gib=0.05)
+        cpu = harness.Server(**shipped).start()
+        try:
+            want = greedy(cpu, PROMPTS[0], max_tokens=4)
+        finally:
+            stop_all([cpu])
+        tp = harness.Server(cuda_module="emulated", tensor_parallel=2, **shipped).start(timeout=300)
+        try:
+            self.assertEqual(greedy(tp, PROMPTS[0], max_tokens=4), want)
+            self.assertIn("tensor_parallel = 2 ranks on", tp.log())
+            self.assertIn("(rank 1 of 2)", tp.log())
+        finally:
+            stop_all([tp])
+
+
 class GenerateTest(unittest.TestCase):
     def test_generate_prints_the_cpu_oracles_text_with_every_pair(self):
         shipped = dict(model=harness.SHIPPED_MODEL, memory_gib=0.05)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "executor/host_memory_communicator.hpp"
 #include "executor/weight_sharding.hpp"
 #include "model/weight_panels.hpp"
 #include "model/weight_placement.hpp"
@@ -25,9 +26,22 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
     ops::set_compute_threads(std::max(1, total / tensor_parallel));
   }
 
-  if (runtime.on_device()) {  // one rank: the runtime's device forward (options refuse more)
-    TS_CHECK_EQ(tensor_parallel, 1, "ranks of a device runtime");
+  if (runtime.on_device()) {
+    TS_CHECK(runtime.options().tensor_parallel == tensor_parallel,
+             "executor: tensor_parallel = {}, the runtime placed the shares of {} ranks",
+             tensor_parallel, runtime.options().tensor_parallel);
+    TS_CHECK(reduction_parts == 1,
+             "executor.reduction_parts = {} splits the CPU ranks' products; the device forward "
+             "takes 1",
+             reduction_parts);
     ranks_.push_back(std::make_unique<Rank>(config, runtime.model(), runtime.pools()));
+    if (tensor_parallel == 1) return;
+    TS_CHECK(runtime.device()->emulated(),
+             "executor.tensor_parallel = {} on {}: ranks on GPUs need NCCL with one GPU each, "
+             "which the executor does not drive yet; several ranks run on the emulated device "
+             "(cuda_module = \"emulated\"), a GPU runs tensor_parallel = 1",
+             tensor_parallel, runtime.device()->describe());
+    start_device_ranks(tensor_parallel);
     return;
   }
   if (tensor_parallel == 1) {
@@ -67,6 +81,27 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
                tensor_parallel, ops::compute_threads(), ops::gemm_backend_name());
 }
 
+// Ranks 1..N-1 on the runtime's device, each with its share of the weights and its own stream,
+// kv pools and collectives (executor/device_rank.hpp); rank 0 is the runtime's device forward.
+void Executor::start_device_ranks(int tensor_parallel) {
+  group_ = std::make_unique<HostCommGroup>(tensor_parallel);
+  device::Device& device = *runtime_.device();
+  leader_comm_ = make_host_memory_communicator(*group_, 0, device);
+  runtime_.device_model()->set_share(tensor_parallel, leader_comm_.get());
+  for (int r = 1; r < tensor_parallel; ++r) {
+    auto rank = std::make_unique<DeviceRank>(runtime_, *group_, r, tensor_parallel);
+    ranks_.push_back(std::make_unique<Rank>(runtime_.model_config(), rank->model(), rank->pools()));
+    device_ranks_.push_back(std::move(rank));
+  }
+  for (int r = 1; r < tensor_parallel; ++r) {
+    workers_.emplace_back([this, r] { worker_loop(r); });
+  }
+  spdlog::info(
+      "executor: tensor_parallel = {} ranks on {}, each with its share of the weights "
+      "and its own stream",
+      tensor_parallel, device.describe());
+}
+
 Executor::~Executor() {
   if (!workers_.empty()) {
     try {
@@ -82,7 +117,10 @@ Executor::~Executor() {
       t.join();
     }
   }
-  ranks_.clear();  // sequences and snapshots release their pages before the pools go
+  ranks_.clear();                 // sequences and snapshots release their pages before the pools go
+  if (leader_comm_ != nullptr) {  // the runtime outlives us: its share no longer has a group
+    runtime_.device_model()->set_share(runtime_.options().tensor_parallel, nullptr);
+  }
 }
 
 void Executor::apply(const CacheOp& op) {

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "device/device_communicator.hpp"
+#include "executor/device_rank.hpp"
 #include "executor/host_communicator.hpp"
 #include "executor/rank.hpp"
 #include "executor/step_plan.hpp"
@@ -46,6 +48,7 @@ class Executor {
   bool failed() const { return group_ && group_->aborted(); }
 
  private:
+  void start_device_ranks(int tensor_parallel);
   void worker_loop(int rank);
   void broadcast_plan(const StepPlan& plan);
 
@@ -53,6 +56,9 @@ class Executor {
   std::unique_ptr<HostCommGroup> group_;          // null for one rank
   std::vector<std::unique_ptr<RankKv>> rank_kv_;  // ranks 1..N-1 (rank 0 uses the runtime's)
   std::vector<std::shared_ptr<const dsv4::ModelWeights>> shards_;
+  // device = "cuda" with several ranks: rank 0's collectives, ranks 1..N-1's device state.
+  std::unique_ptr<device::DeviceCommunicator> leader_comm_;
+  std::vector<std::unique_ptr<DeviceRank>> device_ranks_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::vector<CacheOp> queued_ops_;  // for ranks 1..N-1
   std::vector<std::thread> workers_;

@@ -38,8 +38,9 @@ struct DeviceForwardContext {
 
   // Closes the interval since the previous mark under `label` when a timeline is attached.
   void mark(const char* label) const {
-    if (timeline != nullptr) { timeline->mark(label);
-}
+    if (timeline != nullptr) {
+      timeline->mark(label);
+    }
   }
 };
 

@@ -60,6 +60,10 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const device::DeviceOps& ops = device_.ops();
   TS_CHECK(T > 0, "forward: empty batch");
+  TS_CHECK(ranks_ == 1 || (comm_ != nullptr && comm_->size() == ranks_),
+           "forward: this model holds one rank's share of the weights (tensor_parallel = {}): it "
+           "runs in the executor's rank group (tessera serve), not alone",
+           ranks_);
   std::vector<int64_t> positions;
   std::vector<int32_t> ids, positions32;
   for (const SequenceChunk& c : batch.chunks) {
@@ -105,6 +109,10 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     ctx.mark("mHC + norms");
     device_attention_forward(ctx, l, layer.attn, rope_[static_cast<size_t>(l)],
                              inv_freq_[static_cast<size_t>(l)].as<float>(), x, block_out, st);
+    if (comm_ != nullptr) {  // sum over the wo_b shards
+      comm_->all_reduce_sum(block_out, static_cast<size_t>(T * D), stream_);
+      ctx.mark("collectives");
+    }
     ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
 
     hc = hc_coefficients(ctx, layer.hc_ffn, streams, T);
@@ -112,6 +120,10 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     rms_norm(ops, stream_, x, T, D, layer.ffn_norm, eps);
     ctx.mark("mHC + norms");
     device_moe_forward(ctx, l, layer.ffn, x, block_out);
+    if (comm_ != nullptr) {  // sum over the expert shards
+      comm_->all_reduce_sum(block_out, static_cast<size_t>(T * D), stream_);
+      ctx.mark("collectives");
+    }
     ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
     if (st.capture_streams) {
       std::vector<float>& kept = st.layer_streams.emplace_back(static_cast<size_t>(T * n * D));
@@ -134,6 +146,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   float* mix = scratch_.get<float>("head.mix", R * n);
   float* y = scratch_.get<float>("head.y", R * D);
   float* values = scratch_.get<float>("head.logits", R * V);
+  const int64_t Vr = weights_.head.out;  // this rank's vocabulary rows (V without TP)
   const int64_t groups = TS_LOGIT_GROUP_COUNT(V);
   auto* scans = scratch_.get<ops::RowScan>("head.scans", R);
   auto* group_max = scratch_.get<float>("head.group_max", R * groups);
@@ -142,7 +155,15 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   ops.hc_head_mix(stream_, mix, weights_.hc_head.scale, weights_.hc_head.base,
                   static_cast<float>(config_.hc_eps), picked, R, n, D, y);
   rms_norm(ops, stream_, y, R, D, weights_.norm, eps);
-  linear(ops, stream_, y, R, weights_.head, values);
+  if (comm_ == nullptr) {
+    linear(ops, stream_, y, R, weights_.head, values);
+  } else {  // each rank's rows of the vocabulary, gathered [N, R, Vr] and put in order [R, V]
+    float* part = scratch_.get<float>("head.part", R * Vr);
+    float* gathered = scratch_.get<float>("head.gathered", R * V);
+    linear(ops, stream_, y, R, weights_.head, part);
+    comm_->all_gather(part, static_cast<size_t>(R * Vr), gathered, stream_);
+    ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
+  }
   ops.scan_rows(stream_, values, R, V, scans, group_max);
   logits.values.resize(static_cast<size_t>(R * V));
   logits.scans.resize(static_cast<size_t>(R));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device/device.hpp"
+#include "device/device_communicator.hpp"
 #include "device/scratch.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/sequence_kv.hpp"
@@ -39,6 +40,15 @@ class DeviceModel final : public ForwardModel {
   // memory) for the last token of each chunk, or all of its tokens when chunk.all_logits.
   Logits forward(const ForwardBatch& batch, ForwardStats* stats = nullptr) override;
 
+  // Tensor parallelism: the weights are one rank's share of `ranks` (cut by
+  // model/device_shard.hpp); the block outputs are all-reduced after wo_b and after the MoE, and
+  // the vocabulary shards all-gathered, through `comm`, of `ranks` ranks. forward() refuses to
+  // run a share without its group.
+  void set_share(int ranks, device::DeviceCommunicator* comm) {
+    ranks_ = ranks;
+    comm_ = comm != nullptr && comm->size() > 1 ? comm : nullptr;
+  }
+
   const ModelConfig& config() const { return config_; }
   // Device bytes of the step buffers (activations, workspaces) now held.
   [[nodiscard]] size_t scratch_bytes() const { return scratch_.total_bytes(); }
@@ -51,6 +61,8 @@ class DeviceModel final : public ForwardModel {
   const KvFormat& kv_format_;
   const PluginInstance& attention_;
   KvPools& pools_;
+  int ranks_ = 1;
+  device::DeviceCommunicator* comm_ = nullptr;
   device::Scratch scratch_;
   std::vector<ops::RopeTable> rope_;            // per layer (host: the compressors)
   std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the device's copy

@@ -31,7 +31,9 @@ void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const De
   const device::Stream& s = ctx.stream;
   const auto T = static_cast<int64_t>(ctx.positions.size());
   const int64_t D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.experts_per_token;
-  const int64_t I = cfg.moe_intermediate_size, rows = T * K;
+  // This rank's expert width (the whole one without tensor parallelism), routed and shared.
+  const int64_t I = w.experts.empty() ? 0 : w.w1.out, rows = T * K;
+  const int64_t shared_rows_I = T * w.shared.w1.out;
 
   float* scores = ctx.scratch.get<float>("moe.scores", T * E);
   int32_t* picked = ctx.scratch.get<int32_t>("moe.picked", T * K);
@@ -57,8 +59,8 @@ void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const De
 
   float* gathered = ctx.scratch.get<float>("moe.gathered", rows * D);
   float* results = ctx.scratch.get<float>("moe.results", rows * D);
-  float* g = ctx.scratch.get<float>("moe.g", rows * I);
-  float* u = ctx.scratch.get<float>("moe.u", rows * I);
+  float* g = ctx.scratch.get<float>("moe.g", std::max(rows * I, shared_rows_I));
+  float* u = ctx.scratch.get<float>("moe.u", std::max(rows * I, shared_rows_I));
   ctx.ops.gather_rows(s, x, source, rows, D, gathered);
   run_expert(ctx, w.shared, x, T, g, u, out);
   if (!w.experts.empty()) {

@@ -1,5 +1,6 @@
 #include "model/device_weights.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -23,11 +24,19 @@ device::DeviceBuffer place(device::Device& device, const device::Stream& stream,
   return b;
 }
 
+// Weight rows or columns one scale entry covers along `axis` (1: no scale).
+int64_t scale_block(const StoredTensor& w, const StoredTensor* scale, SplitAxis axis) {
+  if (scale == nullptr) return 1;
+  if (w.dtype == weights::DType::F8_E4M3) return 128;  // 128 x 128 blocks
+  if (axis == SplitAxis::kRows) return 1;              // FP4: one scale row per weight row
+  return w.dtype == weights::DType::I8 ? 16 : 32;      // 32 values: 16 packed bytes
+}
+
 }  // namespace
 
 DeviceModelWeights upload_model_weights(device::Device& device, const device::Stream& stream,
                                         const std::filesystem::path& model_dir,
-                                        const ModelConfig& config) {
+                                        const ModelConfig& config, RankShare share) {
   const auto start = std::chrono::steady_clock::now();
   const weights::Checkpoint ckpt = weights::Checkpoint::open(model_dir);
   const std::map<std::string, StoredTensor> catalog = build_tensor_catalog(ckpt);
@@ -52,14 +61,18 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
                        std::as_bytes(std::span<const int32_t>(table.data(), table.size())));
         device.synchronize(stream);  // `table` dies here
       } else {
+        const SplitAxis axis = split_axis(job.spec->name);
+        const TensorShare part =
+            share_of(w, job.spec->name, axis, share, scale_block(w, job.scale, axis));
         t.dtype = w.dtype;
-        t.shape = w.shape;
-        t.data = place(device, stream, w.bytes);
-      }
-      if (job.scale != nullptr) {
-        t.scale_dtype = job.scale->dtype;
-        t.scale_shape = job.scale->shape;
-        t.scale = place(device, stream, job.scale->bytes);
+        t.shape = part.shape;
+        t.data = place(device, stream, part.bytes);  // read when it returns: `part` may go
+        if (job.scale != nullptr) {
+          const TensorShare scale = share_of(*job.scale, job.spec->name + " (scale)", axis, share);
+          t.scale_dtype = job.scale->dtype;
+          t.scale_shape = scale.shape;
+          t.scale = place(device, stream, scale.bytes);
+        }
       }
       out.bytes += t.data.bytes() + t.scale.bytes();
       out.tensors.emplace(job.spec->name, std::move(t));
@@ -75,9 +88,10 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info(
-      "placed {} tensors from {} on {}: {:.1f} MiB of device memory [{}] in {:.2f} s "
+      "placed {} tensors from {} on {}{}: {:.1f} MiB of device memory [{}] in {:.2f} s "
       "({:.2f} GiB/s)",
       out.tensors.size(), model_dir.string(), device.describe(),
+      share.ranks > 1 ? fmt::format(" (rank {} of {})", share.rank, share.ranks) : "",
       static_cast<double>(out.bytes) / (1 << 20), dtype_summary(checked.jobs), seconds,
       seconds > 0 ? static_cast<double>(stored_bytes) / (1 << 30) / seconds : 0.0);
   return out;

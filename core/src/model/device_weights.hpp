@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device/device.hpp"
+#include "model/device_shard.hpp"
 #include "weights/dsv4_config.hpp"
 #include "weights/dtype.hpp"
 
@@ -40,9 +41,12 @@ struct DeviceModelWeights {
 
 // Throws tessera::Error naming every problem of the checkpoint, or the device's message (with
 // the bytes asked for and free) when memory runs out. Logs the bytes placed and the rate.
+// `share`: a tensor-parallel rank's part (model/device_shard.hpp): only that part of each split
+// tensor is read and placed.
 [[nodiscard]] DeviceModelWeights upload_model_weights(device::Device& device,
                                                       const device::Stream& stream,
                                                       const std::filesystem::path& model_dir,
-                                                      const ModelConfig& config);
+                                                      const ModelConfig& config,
+                                                      RankShare share = {});
 
 }  // namespace tessera::dsv4

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "device/open_device.hpp"
 #include "device/plugin_device.hpp"
 #include "model/bf16_weights.hpp"
@@ -106,8 +108,10 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
     placed->device = device::open_device({"cuda", 0, options_.cuda_module});
     spdlog::info("runtime: device {}", placed->device->describe());
     const device::Stream upload = placed->device->create_stream();
+    // Tensor parallelism: rank 0's share (the executor places the other ranks').
     placed->weights = std::make_unique<dsv4::DeviceModelWeights>(
-        dsv4::upload_model_weights(*placed->device, upload, options_.model_dir, model_config_));
+        dsv4::upload_model_weights(*placed->device, upload, options_.model_dir, model_config_,
+                                   {0, std::max(1, options_.tensor_parallel)}));
     placed->view = std::make_unique<dsv4::DeviceModelView>(
         dsv4::view_device_weights(*placed->weights, model_config_, *placed->device, upload));
     shared = std::move(placed);
@@ -121,8 +125,11 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
   kv_ = create_rank_kv(registry_, options_, model_config_, &device, &stream_);
   sampler_ = registry_.create(registry_.find(TS_KIND_SAMPLER, options_.sampler_plugin),
                               options_.sampler_options_json, device::kHostPluginDevice);
-  model_ = std::make_unique<dsv4::DeviceModel>(model_config_, *on_device_->view, device, stream_,
-                                               *kv_.format, kv_.attention, *kv_.pools);
+  auto model = std::make_unique<dsv4::DeviceModel>(model_config_, *on_device_->view, device,
+                                                   stream_, *kv_.format, kv_.attention, *kv_.pools);
+  model->set_share(std::max(1, options_.tensor_parallel), nullptr);
+  device_model_ = model.get();
+  model_ = std::move(model);
   log_summary();
 }
 

@@ -59,6 +59,8 @@ class Runtime {
   const std::shared_ptr<const dsv4::ModelWeights>& weights() const { return weights_; }
   SharedModel shared_model() const { return {weights_, on_device_}; }
   dsv4::ForwardModel& model() { return *model_; }
+  // device = "cuda": the device forward (rank 0's share under tensor parallelism); else null.
+  dsv4::DeviceModel* device_model() { return on_device_ ? device_model_ : nullptr; }
   bool on_device() const { return on_device_ != nullptr; }
   // device = "cuda": the device and this runtime's stream (null / an empty stream on the CPU).
   device::Device* device() const { return on_device_ ? on_device_->device.get() : nullptr; }
@@ -91,6 +93,7 @@ class Runtime {
   RankKv kv_;  // rank 0's (the Executor creates the other ranks')
   PluginInstance sampler_;
   std::unique_ptr<dsv4::ForwardModel> model_;
+  dsv4::DeviceModel* device_model_ = nullptr;  // model_, when it runs on the device
 };
 
 }  // namespace tessera

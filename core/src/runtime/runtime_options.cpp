@@ -40,6 +40,7 @@ void copy_values(const Config& config, RuntimeOptions& o) {
   o.bf16_activations = config.model.dtype == "bf16";
   o.device = config.executor.device;
   o.cuda_module = config.executor.cuda_module;
+  o.tensor_parallel = static_cast<int>(config.executor.tensor_parallel);
   // The same configuration on the SIMT emulator (CI, machines without a GPU): the environment
   // names the module instead of the file, and the log says so.
   if (const char* env = std::getenv("TESSERA_CUDA_MODULE"); env != nullptr && *env != '\0') {
@@ -62,11 +63,6 @@ RuntimeOptions RuntimeOptions::from_config(const Config& config) {
   copy_values(config, o);
   o.model_dir = resolve_model_path(config);
   if (config.executor.device == "cuda") {
-    TS_CHECK(config.executor.tensor_parallel == 1,
-             "{}: executor.tensor_parallel = {} with device = \"cuda\": the device forward runs "
-             "one rank for now (tensor parallelism over NCCL is not built yet); use 1",
-             config.location_of("executor.tensor_parallel").to_string(),
-             config.executor.tensor_parallel);
     TS_CHECK(config.model.dtype != "bf16",
              "{}: model.dtype = \"bf16\" selects the CPU's bf16-activation GEMMs; with device = "
              "\"cuda\" use \"auto\" (the device computes in fp32, FP8 layers as W8A8)",

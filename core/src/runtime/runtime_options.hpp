@@ -39,6 +39,10 @@ struct RuntimeOptions {
   // executor.cuda_module: which CUDA device module serves it.
   std::string device;
   std::string cuda_module;
+  // executor.tensor_parallel: with device = "cuda" the runtime places rank 0's share of the
+  // checkpoint (the executor places the other ranks'); the CPU runtime holds the whole model and
+  // the executor cuts the shares.
+  int tensor_parallel{};
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
   // working directory, then against the config file's directory. Throws Error, with the key's

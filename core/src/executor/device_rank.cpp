@@ -1,0 +1,21 @@
+#include "executor/device_rank.hpp"
+
+#include "executor/host_memory_communicator.hpp"
+
+namespace tessera {
+
+DeviceRank::DeviceRank(Runtime& runtime, HostCommGroup& group, int rank, int ranks)
+    : stream_(runtime.device()->create_stream()),
+      weights_(dsv4::upload_model_weights(*runtime.device(), stream_, runtime.options().model_dir,
+                                          runtime.model_config(), {rank, ranks})),
+      view_(
+          dsv4::view_device_weights(weights_, runtime.model_config(), *runtime.device(), stream_)),
+      kv_(create_rank_kv(runtime.registry(), runtime.options(), runtime.model_config(),
+                         runtime.device(), &stream_)),
+      comm_(make_host_memory_communicator(group, rank, *runtime.device())) {
+  model_ = std::make_unique<dsv4::DeviceModel>(runtime.model_config(), view_, *runtime.device(),
+                                               stream_, *kv_.format, kv_.attention, *kv_.pools);
+  model_->set_share(ranks, comm_.get());
+}
+
+}  // namespace tessera

@@ -1,0 +1,188 @@
+// Tensor parallelism on the emulated CUDA device (docs/engine.md "Tensor parallelism"): each rank
+// places only its share of the checkpoint (model/device_shard.hpp), runs its DeviceModel on its
+// own stream, and the block outputs and vocabulary shards meet through the device collectives.
+// - tiny-b (F32; 8 heads, 4 output groups, vocabulary 512, expert width 32): TP 2 and 4 logits
+//   within the reduction-order tolerance of TP 1 on the same device, not bit-identical (so the
+//   weights were really split), the same greedy tokens;
+// - a small checkpoint in the official formats (FP8 weights with 128 x 128 scale blocks, FP4
+//   experts; made here by write_random_checkpoint): TP 2 within tolerance of TP 1 (the shares
+//   keep whole scale blocks);
+// - the shares: a rank's wq_b, wo_b, expert and head tensors are 1/N of the stored ones, in the
+//   stored format; a split that would cut a scale block is refused naming the tensor; a share
+//   run outside its group is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "device/open_device.hpp"
+#include "engine_harness.hpp"
+#include "executor/executor.hpp"
+#include "model/checkpoint_presets.hpp"
+#include "model/device_weights.hpp"
+#include "model/random_checkpoint.hpp"
+
+namespace tessera {
+namespace {
+
+// Summation order differs between TP 1 and TP N (shares summed, then all-reduced): the same
+// tolerance as the CPU ranks' (tp_equivalence_test), while a sharding bug moves logits by > 1e-2.
+constexpr double kTpTolerance = 1e-4;
+
+RuntimeOptions device_options(const std::filesystem::path& model_dir, int tp) {
+  RuntimeOptions o = engine_test::runtime_options(0.02, 16, R"({"storage":"fp32"})");
+  o.model_dir = model_dir;
+  o.device = "cuda";
+  o.cuda_module = "emulated";
+  o.tensor_parallel = tp;
+  return o;
+}
+
+struct StepLogits {
+  std::vector<std::vector<float>> logits;  // per step, every chunk's row
+  std::vector<int32_t> greedy;             // per step, sequence 1's argmax
+};
+
+// Two sequences: prompts in chunks, then decode steps feeding back each argmax.
+StepLogits run_steps(const std::filesystem::path& fixture, int tp, int steps) {
+  Runtime rt(device_options(fixture, tp));
+  Executor ex(rt, tp, 2);
+  const int64_t vocab = rt.model_config().vocab_size;
+  const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 24),
+                                                  engine_test::make_prompt(2, 9)};
+  for (uint64_t s = 0; s < prompts.size(); ++s) ex.apply({CacheOpKind::kCreate, s + 1, 0});
+  StepLogits run;
+  std::vector<size_t> done(prompts.size(), 0);
+  std::vector<int32_t> last(prompts.size(), 0);
+  for (int step = 0; step < steps; ++step) {
+    std::vector<PlannedChunk> chunks;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      PlannedChunk c;
+      c.sequence = s + 1;
+      if (done[s] < prompts[s].size()) {
+        const size_t n = std::min<size_t>(16, prompts[s].size() - done[s]);
+        c.tokens.assign(prompts[s].begin() + static_cast<long>(done[s]),
+                        prompts[s].begin() + static_cast<long>(done[s] + n));
+        done[s] += n;
+      } else {
+        c.tokens = {last[s]};
+      }
+      chunks.push_back(std::move(c));
+    }
+    const dsv4::Logits logits = ex.step(chunks);
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      const float* row = logits.row(logits.chunk_rows[s]);
+      last[s] = static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row) % vocab;
+    }
+    run.greedy.push_back(last[0]);
+    run.logits.emplace_back(logits.values.begin(), logits.values.end());
+  }
+  return run;
+}
+
+double max_difference(const StepLogits& a, const StepLogits& b) {
+  double worst = 0;
+  for (size_t s = 0; s < a.logits.size(); ++s) {
+    EXPECT_EQ(a.logits[s].size(), b.logits[s].size());
+    for (size_t i = 0; i < std::min(a.logits[s].size(), b.logits[s].size()); ++i)
+      worst = std::max(worst, std::abs(double(a.logits[s][i]) - b.logits[s][i]));
+  }
+  return worst;
+}
+
+// A checkpoint in the official formats small enough for the emulator whose FP8 and FP4 tensors
+// split in two with whole scale blocks: hidden 256, 4 heads x 64, 2 output groups x 128, expert
+// and shared-expert width 256, 4 routed experts, vocabulary 512, 2 layers (window, CSA).
+std::filesystem::path quantised_checkpoint() {
+  const auto dir = std::filesystem::temp_directory_path() / "tessera-device-tp-fp8";
+  dsv4::ModelConfig c = dsv4::preset_model_config("flash", {2, 4, 512});
+  c.hidden_size = 256;
+  c.num_heads = 4;
+  c.head_dim = 64;
+  c.rope_dim = 32;
+  c.q_lora_rank = 128;
+  c.o_groups = 2;
+  c.o_lora_rank = 128;
+  c.moe_intermediate_size = 256;
+  c.index_n_heads = 4;
+  c.index_head_dim = 64;
+  c.index_topk = 8;
+  c.window = 16;
+  if (!std::filesystem::exists(dir / "model.safetensors")) dsv4::write_random_checkpoint(c, dir, 5);
+  return dir;
+}
+
+TEST(DeviceTensorParallel, TinyBAtTwoAndFourRanksMatchesOneRank) {
+  const auto tiny_b = engine_test::fixture_dir("tiny-b");
+  const StepLogits one = run_steps(tiny_b, 1, 3);
+  for (int tp : {2, 4}) {
+    const StepLogits many = run_steps(tiny_b, tp, 3);
+    const double worst = max_difference(one, many);
+    EXPECT_LE(worst, kTpTolerance) << "tp " << tp;
+    EXPECT_GT(worst, 0.0) << "tp " << tp << ": bit-identical is unexpected (is it split?)";
+    EXPECT_EQ(many.greedy, one.greedy) << "tp " << tp;
+    std::printf("device TP=%d vs TP=1 (tiny-b, emulated): max |dlogit| = %.3g\n", tp, worst);
+  }
+}
+
+TEST(DeviceTensorParallel, Fp8AndFp4SharesAtTwoRanksMatchOneRank) {
+  const auto dir = quantised_checkpoint();
+  const StepLogits one = run_steps(dir, 1, 3);
+  const StepLogits two = run_steps(dir, 2, 3);
+  const double worst = max_difference(one, two);
+  std::printf("device TP=2 vs TP=1 (FP8 / FP4 checkpoint, emulated): max |dlogit| = %.3g\n", worst);
+  EXPECT_GT(worst, 0.0) << "bit-identical is unexpected (is it split?)";
+  EXPECT_LE(worst, 1e-3);  // W8A8: the shares quantise the same activations; fp32 sums
+  EXPECT_EQ(two.greedy, one.greedy);
+}
+
+TEST(DeviceTensorParallel, SharesAreCutInTheStoredFormat) {
+  const auto dev = device::open_device({"cuda", 0, "emulated"});
+  const device::Stream s = dev->create_stream();
+  const RuntimeOptions o = device_options(quantised_checkpoint(), 1);
+  const dsv4::ModelConfig config = dsv4::load_model_config(o.model_dir);
+  const dsv4::DeviceModelWeights whole = dsv4::upload_model_weights(*dev, s, o.model_dir, config);
+  const dsv4::DeviceModelWeights half =
+      dsv4::upload_model_weights(*dev, s, o.model_dir, config, {1, 2});
+  EXPECT_LT(half.bytes, whole.bytes);
+  for (const auto& [name, t] : whole.tensors) {
+    const dsv4::DeviceTensor& h = half.tensors.at(name);
+    const dsv4::SplitAxis axis = dsv4::split_axis(name);
+    EXPECT_EQ(h.dtype, t.dtype) << name;
+    std::vector<int64_t> want = t.shape;
+    if (axis == dsv4::SplitAxis::kRows) want[0] /= 2;
+    if (axis == dsv4::SplitAxis::kColumns) want[1] /= 2;
+    EXPECT_EQ(h.shape, want) << name;
+    EXPECT_EQ(h.data.bytes() * (axis == dsv4::SplitAxis::kWhole ? 1 : 2), t.data.bytes()) << name;
+  }
+  EXPECT_EQ(dsv4::split_axis("layers.3.attn.wq_b.weight"), dsv4::SplitAxis::kRows);
+  EXPECT_EQ(dsv4::split_axis("layers.3.attn.indexer.wq_b.weight"), dsv4::SplitAxis::kWhole);
+  EXPECT_EQ(dsv4::split_axis("layers.0.ffn.experts.17.w2.weight"), dsv4::SplitAxis::kColumns);
+  EXPECT_EQ(dsv4::split_axis("layers.0.ffn.gate.weight"), dsv4::SplitAxis::kWhole);
+  // tiny-fp8's FP8 shared expert is 128 wide: 2 shares of 64 rows would cut its 128-row scale
+  // blocks (the activations' 1 x 128 blocks too).
+  try {
+    const auto fp8 = engine_test::fixture_dir("tiny-fp8");
+    (void)dsv4::upload_model_weights(*dev, s, fp8, dsv4::load_model_config(fp8), {0, 2});
+    ADD_FAILURE() << "a share cutting FP8 scale blocks was placed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("scale"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceTensorParallel, AShareAloneIsRefused) {
+  Runtime rt(device_options(engine_test::fixture_dir("tiny-b"), 2));  // rank 0's share alone
+  auto seq = rt.new_sequence();
+  const std::vector<int32_t> tokens{1, 2, 3};
+  dsv4::ForwardBatch b;
+  b.chunks.push_back({seq.get(), tokens, false});
+  try {
+    (void)rt.model().forward(b);
+    ADD_FAILURE() << "a 1/2 share ran alone";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("share"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tessera
