@@ -147,16 +147,19 @@ class Device {
 };
 
 inline DeviceBuffer::~DeviceBuffer() {
-  if (owner_ != nullptr && data_ != nullptr) { owner_->release(data_);
-}
+  if (owner_ != nullptr && data_ != nullptr) {
+    owner_->release(data_);
+  }
 }
 inline Stream::~Stream() {
-  if (owner_ != nullptr) { owner_->destroy_stream(handle_);
-}
+  if (owner_ != nullptr) {
+    owner_->destroy_stream(handle_);
+  }
 }
 inline Event::~Event() {
-  if (owner_ != nullptr) { owner_->destroy_event(handle_);
-}
+  if (owner_ != nullptr) {
+    owner_->destroy_event(handle_);
+  }
 }
 
 }  // namespace tessera::device

@@ -10,8 +10,9 @@ namespace tessera::device {
 inline constexpr ts_device kHostPluginDevice{TS_DEVICE_CPU, 0, nullptr};
 
 inline ts_device plugin_device(const Device& device, const Stream& stream) {
-  if (device.kind() == DeviceKind::kCpu) { return kHostPluginDevice;
-}
+  if (device.kind() == DeviceKind::kCpu) {
+    return kHostPluginDevice;
+  }
   return ts_device{TS_DEVICE_CUDA, device.ordinal(), stream.handle()};
 }
 

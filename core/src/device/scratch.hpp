@@ -23,8 +23,9 @@ class Scratch {
   [[nodiscard]] void* bytes(const std::string& name, size_t bytes) {
     DeviceBuffer& b = buffers_[name];
     if (b.bytes() < bytes || b.data() == nullptr) {
-      if (b.data() != nullptr) { device_.synchronize(stream_);
-}
+      if (b.data() != nullptr) {
+        device_.synchronize(stream_);
+      }
       b = DeviceBuffer();
       b = device_.allocate(bytes == 0 ? 1 : bytes);
     }
@@ -32,8 +33,9 @@ class Scratch {
   }
   [[nodiscard]] size_t total_bytes() const {
     size_t n = 0;
-    for (const auto& [name, b] : buffers_) { n += b.bytes();
-}
+    for (const auto& [name, b] : buffers_) {
+      n += b.bytes();
+    }
     return n;
   }
 

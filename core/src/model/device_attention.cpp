@@ -65,11 +65,15 @@ void run_compressors(const DeviceForwardContext& ctx, int64_t layer,
                      const DeviceAttentionWeights& w, const ops::RopeTable& rope, const float* x) {
   CompressorProjections main = project(ctx, *w.compressor, x, "attn.compressor.");
   std::optional<CompressorProjections> index;
-  if (w.index_compressor) index = project(ctx, *w.index_compressor, x, "attn.index_compressor.");
+  if (w.index_compressor) {
+    index = project(ctx, *w.index_compressor, x, "attn.index_compressor.");
+  }
   ctx.device.synchronize(ctx.stream);
   // Main first: its append_compressed allocates the indexer slot too.
   store_compressed(ctx, layer, *w.compressor, rope, main, false);
-  if (index) store_compressed(ctx, layer, *w.index_compressor, rope, *index, true);
+  if (index) {
+    store_compressed(ctx, layer, *w.index_compressor, rope, *index, true);
+  }
 }
 
 }  // namespace

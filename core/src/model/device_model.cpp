@@ -88,7 +88,9 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   const DeviceForwardContext ctx{
       config_,    device_, stream_,   ops,           scratch_, kv_format_,  pools_,
       attention_, batch,   positions, positions_dev, ids_dev,  st.timeline, routing_failures};
-  if (st.timeline != nullptr) st.timeline->begin();
+  if (st.timeline != nullptr) {
+    st.timeline->begin();
+  }
   // Streams [T, n, D]: the embedding copied into every stream.
   float* streams = scratch_.get<float>("step.streams", T * n * D);
   float* x = scratch_.get<float>("step.x", T * D);
@@ -132,7 +134,9 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       device_.synchronize(stream_);
     }
   }
-  for (const SequenceChunk& c : batch.chunks) c.kv->advance(static_cast<int64_t>(c.tokens.size()));
+  for (const SequenceChunk& c : batch.chunks) {
+    c.kv->advance(static_cast<int64_t>(c.tokens.size()));
+  }
 
   // Only the rows that need logits go through hc_head, the norm and the vocabulary head.
   Logits logits;

@@ -15,8 +15,12 @@ SplitAxis split_axis(std::string_view name) {
   static const std::regex columns(
       R"((^|\.)attn\.wo_b\.weight$|\.ffn\.(shared_experts|experts\.\d+)\.w2\.weight$)");
   const std::string n(name);
-  if (std::regex_search(n, rows)) return SplitAxis::kRows;
-  if (std::regex_search(n, columns)) return SplitAxis::kColumns;
+  if (std::regex_search(n, rows)) {
+    return SplitAxis::kRows;
+  }
+  if (std::regex_search(n, columns)) {
+    return SplitAxis::kColumns;
+  }
   return SplitAxis::kWhole;
 }
 
@@ -25,7 +29,9 @@ TensorShare share_of(const StoredTensor& t, const std::string& name, SplitAxis a
   TensorShare out;
   out.shape = t.shape;
   out.bytes = t.bytes;
-  if (axis == SplitAxis::kWhole || share.ranks == 1) return out;
+  if (axis == SplitAxis::kWhole || share.ranks == 1) {
+    return out;
+  }
   const int n = share.ranks;
   const size_t dim = axis == SplitAxis::kRows ? 0 : 1;
   TS_CHECK(t.shape.size() > dim, "'{}': {} dimension(s), no {} to split", name, t.shape.size(),
@@ -50,11 +56,12 @@ TensorShare share_of(const StoredTensor& t, const std::string& name, SplitAxis a
            name, row_bytes);
   const size_t part_bytes = row_bytes / static_cast<size_t>(n);
   out.gathered.resize(part_bytes * static_cast<size_t>(t.shape[0]));
-  for (int64_t r = 0; r < t.shape[0]; ++r)
+  for (int64_t r = 0; r < t.shape[0]; ++r) {
     std::memcpy(out.gathered.data() + static_cast<size_t>(r) * part_bytes,
                 t.bytes.data() + static_cast<size_t>(r) * row_bytes +
                     static_cast<size_t>(share.rank) * part_bytes,
                 part_bytes);
+  }
   out.bytes = out.gathered;
   return out;
 }

@@ -26,10 +26,16 @@ device::DeviceBuffer place(device::Device& device, const device::Stream& stream,
 
 // Weight rows or columns one scale entry covers along `axis` (1: no scale).
 int64_t scale_block(const StoredTensor& w, const StoredTensor* scale, SplitAxis axis) {
-  if (scale == nullptr) return 1;
-  if (w.dtype == weights::DType::F8_E4M3) return 128;  // 128 x 128 blocks
-  if (axis == SplitAxis::kRows) return 1;              // FP4: one scale row per weight row
-  return w.dtype == weights::DType::I8 ? 16 : 32;      // 32 values: 16 packed bytes
+  if (scale == nullptr) {
+    return 1;
+  }
+  if (w.dtype == weights::DType::F8_E4M3) {
+    return 128;  // 128 x 128 blocks
+  }
+  if (axis == SplitAxis::kRows) {
+    return 1;  // FP4: one scale row per weight row
+  }
+  return w.dtype == weights::DType::I8 ? 16 : 32;  // 32 values: 16 packed bytes
 }
 
 }  // namespace
@@ -45,7 +51,9 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
   const CheckedCheckpoint checked = check_checkpoint(catalog, specs, model_dir);
 
   uint64_t stored_bytes = 0;
-  for (const LoadJob& job : checked.jobs) stored_bytes += job_bytes(job);
+  for (const LoadJob& job : checked.jobs) {
+    stored_bytes += job_bytes(job);
+  }
   weights::LoadProgress progress("placing weights on " + device.describe(), stored_bytes);
   DeviceModelWeights out;
   uint64_t done = 0;

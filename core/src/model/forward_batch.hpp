@@ -45,8 +45,9 @@ inline std::vector<int64_t> logit_rows(const ForwardBatch& batch,
     const auto len = static_cast<int64_t>(c.tokens.size());
     chunk_rows.push_back(static_cast<int64_t>(rows.size()));
     if (c.all_logits) {
-      for (int64_t i = 0; i < len; ++i) { rows.push_back(row + i);
-}
+      for (int64_t i = 0; i < len; ++i) {
+        rows.push_back(row + i);
+      }
     } else {
       rows.push_back(row + len - 1);
     }
