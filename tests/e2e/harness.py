@@ -62,6 +62,15 @@ def toml_value(v):
     raise TypeError(v)
 
 
+def ab_arm_tables(pairs):
+    """[ab] tables whose arms are (attention, kv cache) pairs, named "<attention>-<kv>"."""
+    lines = ["[ab]", "arms = [" + ", ".join(f'"{a}-{kv}"' for a, kv in pairs) + "]"]
+    for attention, kv in pairs:
+        lines += [f"[ab.{attention}-{kv}.attention]", f'plugin = "{attention}"',
+                  f"[ab.{attention}-{kv}.kv_cache]", f'plugin = "{kv}"']
+    return "\n".join(lines)
+
+
 class Server:
     """One `tessera serve` process. Use as a context manager or call start()/stop()."""
 

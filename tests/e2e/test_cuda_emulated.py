@@ -76,15 +76,6 @@ class CudaEmulatedServeTest(unittest.TestCase):
         self.assertEqual(streamed, whole)
 
 
-def ab_tables(pairs):
-    """[ab] tables whose arms are attention x kv pairs, named "<attention>-<kv>"."""
-    lines = ["[ab]", "arms = [" + ", ".join(f'"{a}-{kv}"' for a, kv in pairs) + "]"]
-    for attention, kv in pairs:
-        lines += [f"[ab.{attention}-{kv}.attention]", f'plugin = "{attention}"',
-                  f"[ab.{attention}-{kv}.kv_cache]", f'plugin = "{kv}"']
-    return "\n".join(lines)
-
-
 def greedy_on_arm(server, arm, prompt, max_tokens):
     client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
     r = client.completions.create(model=client.models.list().data[0].id, prompt=prompt,
@@ -100,9 +91,9 @@ class AttentionTimesKvServeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         shipped = dict(model=harness.SHIPPED_MODEL, memory_gib=0.05)
-        cls.cpu = harness.Server(extra_toml=ab_tables([("reference", "bf16"), ("reference", "fp8")]),
-                                 **shipped).start()
-        cls.pairs = harness.Server(cuda_module="emulated", extra_toml=ab_tables(PAIRS),
+        oracle = harness.ab_arm_tables([("reference", "bf16"), ("reference", "fp8")])
+        cls.cpu = harness.Server(extra_toml=oracle, **shipped).start()
+        cls.pairs = harness.Server(cuda_module="emulated", extra_toml=harness.ab_arm_tables(PAIRS),
                                    **shipped).start(timeout=300)
 
     @classmethod

@@ -34,18 +34,9 @@ def arm_name(attention, kv):
     return f"{attention}-{kv}"
 
 
-def ab_tables(pairs):
-    lines = ["[ab]", "arms = [" + ", ".join(f'"{arm_name(*p)}"' for p in pairs) + "]"]
-    for attention, kv in pairs:
-        name = arm_name(attention, kv)
-        lines += [f"[ab.{name}.attention]", f'plugin = "{attention}"',
-                  f"[ab.{name}.kv_cache]", f'plugin = "{kv}"']
-    return "\n".join(lines)
-
-
 def server(pairs, emulated, **kw):
     return harness.Server(cuda_module="emulated" if emulated else None, model=TINY_FP8,
-                          extra_toml=ab_tables(pairs), **kw)
+                          extra_toml=harness.ab_arm_tables(pairs), **kw)
 
 
 def complete(srv, arm, prompt=PROMPT):

@@ -55,21 +55,7 @@ StepLogits run_steps(const std::filesystem::path& fixture, int tp, int steps) {
   std::vector<size_t> done(prompts.size(), 0);
   std::vector<int32_t> last(prompts.size(), 0);
   for (int step = 0; step < steps; ++step) {
-    std::vector<PlannedChunk> chunks;
-    for (size_t s = 0; s < prompts.size(); ++s) {
-      PlannedChunk c;
-      c.sequence = s + 1;
-      if (done[s] < prompts[s].size()) {
-        const size_t n = std::min<size_t>(16, prompts[s].size() - done[s]);
-        c.tokens.assign(prompts[s].begin() + static_cast<long>(done[s]),
-                        prompts[s].begin() + static_cast<long>(done[s] + n));
-        done[s] += n;
-      } else {
-        c.tokens = {last[s]};
-      }
-      chunks.push_back(std::move(c));
-    }
-    const dsv4::Logits logits = ex.step(chunks);
+    const dsv4::Logits logits = ex.step(engine_test::next_chunks(prompts, done, last, 16));
     for (size_t s = 0; s < prompts.size(); ++s) {
       const float* row = logits.row(logits.chunk_rows[s]);
       last[s] = static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row) % vocab;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "executor/step_plan.hpp"
 #include "runtime/runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -55,6 +56,28 @@ inline std::vector<int32_t> make_prompt(uint64_t seed, int64_t length, int64_t v
     id = static_cast<int32_t>(3 + x % static_cast<uint64_t>(vocab - 3));
   }
   return ids;
+}
+
+// The next step's chunks for sequences 1..n (executor tests): up to `chunk` more prompt tokens
+// each, or, once its prompt is in, the token fed back in `last`.
+inline std::vector<PlannedChunk> next_chunks(const std::vector<std::vector<int32_t>>& prompts,
+                                             std::vector<size_t>& done,
+                                             const std::vector<int32_t>& last, size_t chunk) {
+  std::vector<PlannedChunk> chunks;
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    PlannedChunk c;
+    c.sequence = s + 1;
+    if (done[s] < prompts[s].size()) {
+      const size_t n = std::min(chunk, prompts[s].size() - done[s]);
+      c.tokens.assign(prompts[s].begin() + static_cast<long>(done[s]),
+                      prompts[s].begin() + static_cast<long>(done[s] + n));
+      done[s] += n;
+    } else {
+      c.tokens = {last[s]};
+    }
+    chunks.push_back(std::move(c));
+  }
+  return chunks;
 }
 
 // Drives the model by hand: one prefill step of `inputs` (all logits), then steps - 1 greedy

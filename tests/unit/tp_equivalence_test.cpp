@@ -33,21 +33,7 @@ std::vector<std::vector<float>> run_steps(int tp, int reduction_parts = 1) {
   std::vector<size_t> done(prompts.size(), 0);
   std::vector<int32_t> last(prompts.size(), 0);
   for (int step = 0; step < 12; ++step) {
-    std::vector<PlannedChunk> chunks;
-    for (size_t s = 0; s < prompts.size(); ++s) {
-      PlannedChunk c;
-      c.sequence = s + 1;
-      if (done[s] < prompts[s].size()) {
-        const size_t n = std::min<size_t>(64, prompts[s].size() - done[s]);
-        c.tokens.assign(prompts[s].begin() + static_cast<long>(done[s]),
-                        prompts[s].begin() + static_cast<long>(done[s] + n));
-        done[s] += n;
-      } else {
-        c.tokens = {last[s]};
-      }
-      chunks.push_back(std::move(c));
-    }
-    const dsv4::Logits logits = ex.step(chunks);
+    const dsv4::Logits logits = ex.step(engine_test::next_chunks(prompts, done, last, 64));
     for (size_t s = 0; s < prompts.size(); ++s) {  // greedy continuation from TP=1-independent ids
       const float* row = logits.row(logits.chunk_rows[s]);
       last[s] =
