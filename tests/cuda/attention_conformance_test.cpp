@@ -25,10 +25,10 @@
 // (ratio 4 and 128), sliding-window edges (position 0, window - 1, window, slots from before the
 // window), exact top-k ties, top-k above the visible count (padding), the shipped tiny model's
 // shapes and DeepSeek-V4-Flash's (64 heads x 512, rope 64, window 128, indexer 64 x 128, top-k
-// 512); --heavy adds long Flash prefills (the default on a GPU). Device runs also check the ABI's
-// refusals: a workspace smaller than plan(), q in host memory and, for a plugin that also runs on
-// the CPU, an instance created for the CPU given the device.
-// Exit status: 0 pass, 1 failure, 77 no CUDA device (native build only).
+// 512, and 8 heads per rank as at tensor_parallel = 8); --heavy adds long Flash prefills (the
+// default on a GPU). Device runs also check the ABI's refusals: a workspace smaller than plan(), q
+// in host memory and, for a plugin that also runs on the CPU, an instance created for the CPU given
+// the device. Exit status: 0 pass, 1 failure, 77 no CUDA device (native build only).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -118,6 +118,9 @@ std::vector<Case> all_cases() {
       {{"flash-decode-window", 64, 512, 64, 128, 0, 64, 128, 512, 64, {{3000, 1}, {10, 1}}}},
       {{"flash-prefill-csa", 64, 512, 64, 128, 4, 64, 128, 512, 64, {{2046, 6}, {0, 5}}}},
       {{"flash-csa-ties", 64, 512, 64, 128, 4, 64, 128, 512, 64, {{2600, 1}}}, true},
+      // Flash at tensor_parallel = 8: 8 query heads per rank, the indexer whole
+      {{"flash-tp8-decode-csa", 8, 512, 64, 128, 4, 64, 128, 512, 64, {{2100, 1}, {700, 1}}}},
+      {{"flash-tp8-prefill-hca", 8, 512, 64, 128, 128, 64, 128, 512, 64, {{250, 9}, {0, 4}}}},
   };
   CaseSpec heavy{"flash-prefill-csa-long",          64, 512, 64, 128, 4, 64, 128, 512, 64,
                  {{0, 256}, {1024, 128}, {4000, 1}}};
