@@ -11,6 +11,7 @@
 //   stored format; a split that would cut a scale block is refused naming the tensor; a share
 //   run outside its group is refused.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -80,7 +81,18 @@ double max_difference(const StepLogits& a, const StepLogits& b) {
 // split in two with whole scale blocks: hidden 256, 4 heads x 64, 2 output groups x 128, expert
 // and shared-expert width 256, 4 routed experts, vocabulary 512, 2 layers (window, CSA).
 std::filesystem::path quantised_checkpoint() {
-  const auto dir = std::filesystem::temp_directory_path() / "tessera-device-tp-fp8";
+  // One directory per process (ctest runs this file's tests as separate processes, in parallel),
+  // removed when the process ends.
+  struct Scratch {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                ("tessera-device-tp-fp8-" + std::to_string(::getpid()));
+    ~Scratch() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  };
+  static const Scratch scratch;
+  const std::filesystem::path& dir = scratch.dir;
   dsv4::ModelConfig c = dsv4::preset_model_config("flash", {2, 4, 512});
   c.hidden_size = 256;
   c.num_heads = 4;
