@@ -9,7 +9,8 @@
 //   keep whole scale blocks);
 // - the shares: a rank's wq_b, wo_b, expert and head tensors are 1/N of the stored ones, in the
 //   stored format; a split that would cut a scale block is refused naming the tensor; a share
-//   run outside its group is refused.
+//   run outside its group is refused; a rank whose share and kv pool do not fit the device's
+//   free memory is refused before loading, with the bytes.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -179,6 +180,21 @@ TEST(DeviceTensorParallel, AShareAloneIsRefused) {
     ADD_FAILURE() << "a 1/2 share ran alone";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("share"), std::string::npos) << e.what();
+  }
+}
+
+// A share that does not fit with its kv pool is refused before anything is placed, with the
+// bytes needed and free (the emulator's free memory is the host's).
+TEST(DeviceTensorParallel, ARankThatDoesNotFitIsRefusedBeforeLoading) {
+  RuntimeOptions o = device_options(engine_test::fixture_dir("tiny-b"), 2);
+  o.memory_gib = 60000;
+  try {
+    Runtime rt(o);
+    ADD_FAILURE() << "a 60000 GiB kv pool was accepted";
+  } catch (const Error& e) {
+    const std::string why = e.what();
+    for (const char* part : {"rank 0 of 2", "memory_gib", "GiB free", "60000.00 GiB of kv pool"})
+      EXPECT_NE(why.find(part), std::string::npos) << part << " not in: " << why;
   }
 }
 

@@ -7,7 +7,8 @@ namespace tessera {
 DeviceRank::DeviceRank(Runtime& runtime, HostCommGroup& group, int rank, int ranks)
     : stream_(runtime.device()->create_stream()),
       weights_(dsv4::upload_model_weights(*runtime.device(), stream_, runtime.options().model_dir,
-                                          runtime.model_config(), {rank, ranks})),
+                                          runtime.model_config(), {rank, ranks},
+                                          kv_pool_bytes(runtime.options()))),
       view_(
           dsv4::view_device_weights(weights_, runtime.model_config(), *runtime.device(), stream_)),
       kv_(create_rank_kv(runtime.registry(), runtime.options(), runtime.model_config(),

@@ -42,7 +42,8 @@ int64_t scale_block(const StoredTensor& w, const StoredTensor* scale, SplitAxis 
 
 DeviceModelWeights upload_model_weights(device::Device& device, const device::Stream& stream,
                                         const std::filesystem::path& model_dir,
-                                        const ModelConfig& config, RankShare share) {
+                                        const ModelConfig& config, RankShare share,
+                                        uint64_t reserve_bytes) {
   const auto start = std::chrono::steady_clock::now();
   const weights::Checkpoint ckpt = weights::Checkpoint::open(model_dir);
   const std::map<std::string, StoredTensor> catalog = build_tensor_catalog(ckpt);
@@ -50,10 +51,28 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
   const std::vector<TensorSpec> specs = plan_model_tensors(config, shapes);
   const CheckedCheckpoint checked = check_checkpoint(catalog, specs, model_dir);
 
-  uint64_t stored_bytes = 0;
+  uint64_t stored_bytes = 0, share_bytes = 0;
   for (const LoadJob& job : checked.jobs) {
     stored_bytes += job_bytes(job);
+    const bool split =
+        job.decode != Decode::Table && split_axis(job.spec->name) != SplitAxis::kWhole;
+    share_bytes += split ? job_bytes(job) / static_cast<uint64_t>(share.ranks) : job_bytes(job);
   }
+  const uint64_t free = device.free_bytes();
+  constexpr double kGiB = 1u << 30;
+  TS_CHECK(share_bytes + reserve_bytes <= free,
+           "{}: {} needs {:.2f} GiB of weights{} + {:.2f} GiB of kv pool ([kv_cache] memory_gib), "
+           "{:.2f} GiB in all; {} has {:.2f} GiB free",
+           model_dir.string(),
+           share.ranks > 1 ? fmt::format("rank {} of {}", share.rank, share.ranks)
+                           : std::string("the model"),
+           static_cast<double>(share_bytes) / kGiB,
+           share.ranks > 1
+               ? fmt::format(" (its share of {:.2f} GiB)", static_cast<double>(stored_bytes) / kGiB)
+               : std::string(),
+           static_cast<double>(reserve_bytes) / kGiB,
+           static_cast<double>(share_bytes + reserve_bytes) / kGiB, device.describe(),
+           static_cast<double>(free) / kGiB);
   weights::LoadProgress progress("placing weights on " + device.describe(), stored_bytes);
   DeviceModelWeights out;
   uint64_t done = 0;

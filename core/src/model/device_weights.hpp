@@ -42,11 +42,11 @@ struct DeviceModelWeights {
 // Throws tessera::Error naming every problem of the checkpoint, or the device's message (with
 // the bytes asked for and free) when memory runs out. Logs the bytes placed and the rate.
 // `share`: a tensor-parallel rank's part (model/device_shard.hpp): only that part of each split
-// tensor is read and placed.
-[[nodiscard]] DeviceModelWeights upload_model_weights(device::Device& device,
-                                                      const device::Stream& stream,
-                                                      const std::filesystem::path& model_dir,
-                                                      const ModelConfig& config,
-                                                      RankShare share = {});
+// tensor is read and placed. `reserve_bytes`: what the rank will allocate next (its kv pool);
+// when the share plus the reserve exceed the device's free memory, the upload is refused before
+// anything is placed, with the bytes needed and free.
+[[nodiscard]] DeviceModelWeights upload_model_weights(
+    device::Device& device, const device::Stream& stream, const std::filesystem::path& model_dir,
+    const ModelConfig& config, RankShare share = {}, uint64_t reserve_bytes = 0);
 
 }  // namespace tessera::dsv4

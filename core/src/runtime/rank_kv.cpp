@@ -44,6 +44,10 @@ void check_pair(const LoadedPlugin& attention, const LoadedPlugin& kv, const KvF
 
 }  // namespace
 
+uint64_t kv_pool_bytes(const RuntimeOptions& options) {
+  return static_cast<uint64_t>(std::llround(options.memory_gib * (1ull << 30)));
+}
+
 RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
                       const dsv4::ModelConfig& config, device::Device* device,
                       const device::Stream* stream) {
@@ -63,7 +67,7 @@ RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
 
   const int64_t max_context =
       options.max_context > 0 ? options.max_context : config.max_position_embeddings;
-  const auto budget = static_cast<uint64_t>(std::llround(options.memory_gib * (1ull << 30)));
+  const uint64_t budget = kv_pool_bytes(options);
   const ts_kv_layout& main = kv.format->main_layout();
   const ts_kv_layout& idx = kv.format->indexer_layout();
   kv.plan = plan_kv_memory(config, main, idx, budget, max_context);

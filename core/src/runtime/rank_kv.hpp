@@ -30,6 +30,9 @@ struct RankKv {
 // model's max_position_embeddings). Without a device (or with the cpu one) the plugins run on the
 // host and the pools' pages are host memory; with a CUDA device the plugins are created for it and
 // `stream`, and the pages are its memory (zeroed; copy-on-write copies on `stream`).
+// The bytes options.memory_gib asks of each rank for its page pools.
+[[nodiscard]] uint64_t kv_pool_bytes(const RuntimeOptions& options);
+
 RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
                       const dsv4::ModelConfig& config, device::Device* device = nullptr,
                       const device::Stream* stream = nullptr);
