@@ -71,6 +71,17 @@ def ab_arm_tables(pairs):
     return "\n".join(lines)
 
 
+def greedy_on_arm(server, arm, prompt, max_tokens):
+    """A greedy completion from A/B arm `arm` (pinned by X-Tessera-Arm), with the official
+    `openai` client: (text, completion tokens)."""
+    import openai  # the e2e tests' dependency; the harness itself needs no client
+    client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
+    r = client.completions.create(model=client.models.list().data[0].id, prompt=prompt,
+                                  max_tokens=max_tokens, temperature=0,
+                                  extra_headers={"X-Tessera-Arm": arm})
+    return r.choices[0].text, r.usage.completion_tokens
+
+
 class Server:
     """One `tessera serve` process. Use as a context manager or call start()/stop()."""
 

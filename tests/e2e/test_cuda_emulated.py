@@ -76,14 +76,6 @@ class CudaEmulatedServeTest(unittest.TestCase):
         self.assertEqual(streamed, whole)
 
 
-def greedy_on_arm(server, arm, prompt, max_tokens):
-    client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
-    r = client.completions.create(model=client.models.list().data[0].id, prompt=prompt,
-                                  max_tokens=max_tokens, temperature=0,
-                                  extra_headers={"X-Tessera-Arm": arm})
-    return r.choices[0].text, r.usage.completion_tokens
-
-
 class AttentionTimesKvServeTest(unittest.TestCase):
     """The shipped model served by every pair on the emulator against the CPU oracle: one server
     whose four A/B arms are the pairs, sharing one copy of the weights on the device."""
@@ -102,11 +94,11 @@ class AttentionTimesKvServeTest(unittest.TestCase):
 
     def test_every_pair_serves_the_cpu_oracles_greedy_text(self):
         for kv in ("bf16", "fp8"):
-            want, n = greedy_on_arm(self.cpu, f"reference-{kv}", PROMPTS[0], 4)
+            want, n = harness.greedy_on_arm(self.cpu, f"reference-{kv}", PROMPTS[0], 4)
             self.assertEqual(n, 4)
             for attention in ("reference", "mma"):
                 with self.subTest(attention=attention, kv=kv):
-                    got = greedy_on_arm(self.pairs, f"{attention}-{kv}", PROMPTS[0], 4)
+                    got = harness.greedy_on_arm(self.pairs, f"{attention}-{kv}", PROMPTS[0], 4)
                     self.assertEqual(got, (want, n))
         log = self.pairs.log()
         self.assertEqual(log.count("is shared (no second copy)"), len(PAIRS) - 1, log[-3000:])

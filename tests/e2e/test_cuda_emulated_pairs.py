@@ -40,11 +40,7 @@ def server(pairs, emulated, **kw):
 
 
 def complete(srv, arm, prompt=PROMPT):
-    client = openai.OpenAI(base_url=srv.base_url, api_key="unused", max_retries=0)
-    r = client.completions.create(model=client.models.list().data[0].id, prompt=prompt,
-                                  max_tokens=MAX_TOKENS, temperature=0,
-                                  extra_headers={"X-Tessera-Arm": arm})
-    return r.choices[0].text, r.usage.completion_tokens
+    return harness.greedy_on_arm(srv, arm, prompt, MAX_TOKENS)
 
 
 class PairsServeAndGenerateTest(unittest.TestCase):

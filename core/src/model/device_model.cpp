@@ -166,18 +166,20 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     float* gathered = scratch_.get<float>("head.gathered", R * V);
     linear(ops, stream_, y, R, weights_.head, part);
     comm_->all_gather(part, static_cast<size_t>(R * Vr), gathered, stream_);
-    ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
+    if (comm_->rank() == 0) ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
   }
-  ops.scan_rows(stream_, values, R, V, scans, group_max);
-  logits.values.resize(static_cast<size_t>(R * V));
-  logits.scans.resize(static_cast<size_t>(R));
-  logits.group_max.resize(static_cast<size_t>(R * groups));
-  device_.copy(logits.values.data(), values, logits.values.size() * sizeof(float),
-               device::CopyKind::kDeviceToHost, stream_);
-  device_.copy(logits.scans.data(), scans, logits.scans.size() * sizeof(ops::RowScan),
-               device::CopyKind::kDeviceToHost, stream_);
-  device_.copy(logits.group_max.data(), group_max, logits.group_max.size() * sizeof(float),
-               device::CopyKind::kDeviceToHost, stream_);
+  if (comm_ == nullptr || comm_->rank() == 0) {  // the other ranks' logits are not read
+    ops.scan_rows(stream_, values, R, V, scans, group_max);
+    logits.values.resize(static_cast<size_t>(R * V));
+    logits.scans.resize(static_cast<size_t>(R));
+    logits.group_max.resize(static_cast<size_t>(R * groups));
+    device_.copy(logits.values.data(), values, logits.values.size() * sizeof(float),
+                 device::CopyKind::kDeviceToHost, stream_);
+    device_.copy(logits.scans.data(), scans, logits.scans.size() * sizeof(ops::RowScan),
+                 device::CopyKind::kDeviceToHost, stream_);
+    device_.copy(logits.group_max.data(), group_max, logits.group_max.size() * sizeof(float),
+                 device::CopyKind::kDeviceToHost, stream_);
+  }
   std::vector<int64_t> failures(static_cast<size_t>(config_.num_layers));
   device_.copy(failures.data(), routing_failures, failures.size() * sizeof(int64_t),
                device::CopyKind::kDeviceToHost, stream_);

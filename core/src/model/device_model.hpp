@@ -43,7 +43,8 @@ class DeviceModel final : public ForwardModel {
   // Tensor parallelism: the weights are one rank's share of `ranks` (cut by
   // model/device_shard.hpp); the block outputs are all-reduced after wo_b and after the MoE, and
   // the vocabulary shards all-gathered, through `comm`, of `ranks` ranks. forward() refuses to
-  // run a share without its group.
+  // run a share without its group; on ranks other than 0 it returns logits without values (the
+  // executor reads rank 0's).
   void set_share(int ranks, device::DeviceCommunicator* comm) {
     ranks_ = ranks;
     comm_ = comm != nullptr && comm->size() > 1 ? comm : nullptr;
