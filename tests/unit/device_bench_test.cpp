@@ -5,7 +5,10 @@
 // - the bench on tests/data/parity/tiny-fp8 with the mma attention over the fp8 cache on the
 //   emulated device (every block of the step in the breakdown, their sum within the step's
 //   wall time) and with the reference attention on the CPU (no breakdown), bytes per step and
-//   GB/s from the sizing model; a batch the kv pool cannot hold is refused naming memory_gib.
+//   GB/s from the sizing model; a batch the kv pool cannot hold is refused naming memory_gib;
+// - tessera bench attention (bench/attention_bench.hpp): reference and mma on the emulated device
+//   at two contexts, each plugin's block timed, kv bytes growing with the context; a CPU
+//   configuration is refused naming the device.
 #include "bench/device_bench.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "bench/attention_bench.hpp"
 #include "device/cpu_device.hpp"
 #include "device/open_device.hpp"
 #include "device/step_timeline.hpp"
@@ -142,6 +146,38 @@ TEST(DeviceBench, CpuRowsWithoutBreakdownAndTheRefusalOfAnOversizedBatch) {
     ADD_FAILURE() << "a batch of 4096 x 19 tokens fit 2 MiB of kv cache";
   } catch (const tessera::Error& e) {
     EXPECT_NE(std::string(e.what()).find("memory_gib"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AttentionBench, BothPluginsOnTheEmulatedDeviceAndTheRefusalOfTheCpu) {
+  tessera::bench::AttentionBenchOptions o;
+  o.config_path = write_config("attention_bench_emulated.toml",
+                               "device = \"cuda\"\ncuda_module = \"emulated\"", "mma", 0.05);
+  o.contexts = {8, 40};
+  o.batches = {1};
+  o.steps = 1;
+  const auto r = tessera::bench::run_attention_bench(o);
+  EXPECT_NE(r.device.find("emulator"), std::string::npos) << r.device;
+  EXPECT_EQ(r.kv_cache, "fp8");
+  ASSERT_EQ(r.rows.size(), 2u);
+  for (const auto& row : r.rows) {
+    ASSERT_EQ(row.cells.size(), 2u);
+    for (const auto& cell : row.cells) {
+      EXPECT_GT(cell.plugin_ms, 0.0) << row.context;
+      EXPECT_LT(cell.plugin_ms, cell.step_ms) << "the plugin's block is part of the step";
+    }
+  }
+  EXPECT_GT(r.rows[1].kv_bytes, r.rows[0].kv_bytes) << "a longer context reads more entries";
+  const std::string table = tessera::bench::format_attention_bench(o, r);
+  EXPECT_NE(table.find("`mma` speed-up over `reference`"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 40 | 1 |"), std::string::npos) << table;
+
+  o.config_path = write_config("attention_bench_cpu.toml", "device = \"cpu\"", "reference", 0.01);
+  try {
+    (void)tessera::bench::run_attention_bench(o);
+    ADD_FAILURE() << "bench attention ran on the CPU engine";
+  } catch (const tessera::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("device = \"cpu\""), std::string::npos) << e.what();
   }
 }
 

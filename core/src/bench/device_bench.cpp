@@ -168,6 +168,16 @@ PrefillRow run_prefill(Runtime& rt, const DeviceBenchOptions& o, int64_t tokens)
 
 }  // namespace
 
+double runtime_copy_gbps(Runtime& rt, int threads) {
+  return rt.on_device() ? device_copy_gbps(*rt.device(), rt.stream())
+                        : measure_copy_bandwidth(threads);
+}
+
+DeviceBenchRow time_decode_steps(Runtime& rt, const DeviceBenchOptions& o, int64_t batch,
+                                 double copy_gbps) {
+  return run_batch(rt, o, batch, footprint(rt), copy_gbps);
+}
+
 DeviceBenchResult run_device_bench(const DeviceBenchOptions& o) {
   TS_CHECK(!o.batches.empty() && o.context >= 1 && o.steps >= 1 && o.prefill_chunk >= 1,
            "bench device: give batch sizes, --context >= 1, --steps >= 1 and --prefill-chunk >= "
@@ -189,13 +199,9 @@ DeviceBenchResult run_device_bench(const DeviceBenchOptions& o) {
   r.model = options.model_dir.string();
   r.attention = rt.attention().name();
   r.kv_cache = rt.kv_format().name();
-  if (rt.on_device()) {
-    r.device = rt.device()->describe();
-    r.copy_gbps = device_copy_gbps(*rt.device(), rt.stream());
-  } else {
-    r.device = fmt::format("cpu: {}, {} threads", machine_description(), threads);
-    r.copy_gbps = measure_copy_bandwidth(threads);
-  }
+  r.device = rt.on_device() ? rt.device()->describe()
+                            : fmt::format("cpu: {}, {} threads", machine_description(), threads);
+  r.copy_gbps = runtime_copy_gbps(rt, threads);
   const ModelFootprint model = footprint(rt);
   for (const int64_t b : o.batches) {
     try {

@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+namespace tessera {
+class Runtime;
+}
+
 namespace tessera::bench {
 
 struct DeviceBenchOptions {
@@ -45,6 +49,17 @@ struct DeviceBenchResult {
 };
 
 DeviceBenchResult run_device_bench(const DeviceBenchOptions& options);
+
+// The pieces run_device_bench is made of, for benches that time other configurations the same way
+// (bench/attention_bench.hpp).
+// c = a between two buffers of the runtime's device (read + write bytes, STREAM's Copy), best of
+// 5, in GB/s; the host's copy bandwidth on the CPU.
+double runtime_copy_gbps(Runtime& rt, int threads);
+// One row: `batch` fresh sequences filled with options.context tokens, one untimed decode step,
+// then options.steps timed ones; the block breakdown on a CUDA device. The sequences are freed
+// before it returns.
+DeviceBenchRow time_decode_steps(Runtime& rt, const DeviceBenchOptions& options, int64_t batch,
+                                 double copy_gbps);
 // Markdown: the machine, the configuration, then one table of the rows and one of the breakdown.
 std::string format_device_bench(const DeviceBenchOptions& options, const DeviceBenchResult& r);
 

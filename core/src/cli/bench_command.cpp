@@ -1,11 +1,13 @@
-// tessera bench decode | device | gemm | sampler: the batch-1 decode table of a random model
-// (bench/decode_bench.hpp), decode steps of a configured model on its device
-// (bench/device_bench.hpp), the GEMM kernels on a decode step's shapes (bench/gemm_bench.hpp) and
-// one step's sampling (bench/sampler_bench.hpp).
+// tessera bench decode | device | attention | gemm | sampler: the batch-1 decode table of a random
+// model (bench/decode_bench.hpp), decode steps of a configured model on its device
+// (bench/device_bench.hpp), its attention plugins side by side (bench/attention_bench.hpp), the
+// GEMM kernels on a decode step's shapes (bench/gemm_bench.hpp) and one step's sampling
+// (bench/sampler_bench.hpp).
 #include <fmt/format.h>
 
 #include <memory>
 
+#include "bench/attention_bench.hpp"
 #include "bench/decode_bench.hpp"
 #include "bench/device_bench.hpp"
 #include "bench/gemm_bench.hpp"
@@ -62,6 +64,31 @@ void add_bench_command(CLI::App& app) {
   device->callback([device_options] {
     fmt::print("{}", bench::format_device_bench(*device_options,
                                                 bench::run_device_bench(*device_options)));
+  });
+  auto attention_options = std::make_shared<bench::AttentionBenchOptions>();
+  auto* attention = bench->add_subcommand(
+      "attention",
+      "the attention plugins of a configuration side by side on its CUDA device (a GPU or the "
+      "emulator) at several contexts: the plugin's time per decode step, GB/s against the "
+      "device's copy bandwidth, speed-up");
+  attention->add_option("-c,--config", attention_options->config_path, "TOML configuration")
+      ->required();
+  attention->add_option("--attention", attention_options->attentions, "attention plugins to time")
+      ->delimiter(',')
+      ->capture_default_str();
+  attention
+      ->add_option("--context", attention_options->contexts,
+                   "tokens in every sequence's cache before the timed steps")
+      ->delimiter(',')
+      ->capture_default_str();
+  attention->add_option("--batch", attention_options->batches, "batch sizes (sequences per step)")
+      ->delimiter(',')
+      ->capture_default_str();
+  attention->add_option("--steps", attention_options->steps, "timed decode steps per cell")
+      ->capture_default_str();
+  attention->callback([attention_options] {
+    fmt::print("{}", bench::format_attention_bench(*attention_options,
+                                                   bench::run_attention_bench(*attention_options)));
   });
   auto gemm_options = std::make_shared<bench::GemmBenchOptions>();
   auto* gemm = bench->add_subcommand("gemm",
