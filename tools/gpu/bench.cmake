@@ -8,3 +8,11 @@ add_executable(attention_mma_bench ${CMAKE_CURRENT_LIST_DIR}/attention_mma_bench
 target_include_directories(attention_mma_bench PRIVATE ${TESSERA_CUDA_TEST_INCLUDES})
 target_compile_options(attention_mma_bench PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
 target_link_libraries(attention_mma_bench PRIVATE tessera_sdk CUDA::cudart Threads::Threads)
+
+# The FP8 GEMM benchmark: our W8A8 kernel (core/cuda/kernels/linear_fp8.cu) against cuBLASLt's
+# block-scaled FP8 matmul on DeepSeek-V4-Flash's shapes.
+include(${CMAKE_CURRENT_LIST_DIR}/../../core/cuda/sources.cmake)
+add_executable(fp8_gemm_bench ${CMAKE_CURRENT_LIST_DIR}/fp8_gemm_bench.cpp
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_fp8.cu ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_dense.cu)
+target_include_directories(fp8_gemm_bench PRIVATE ${TESSERA_CUDA_MODULE_INCLUDE_DIRS})
+target_link_libraries(fp8_gemm_bench PRIVATE CUDA::cudart CUDA::cublasLt)

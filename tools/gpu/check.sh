@@ -2,7 +2,8 @@
 # tools/gpu/check.sh: the one command for a machine with an NVIDIA GPU (nvcc, CMake, ninja,
 # python3; no Debian libraries needed). Builds the mma plugin, its tests and the kernel benchmark
 # from this checkout (tools/gpu/CMakeLists.txt), runs every GPU test (also under
-# compute-sanitizer when present) and the benchmark, and writes a markdown report to
+# compute-sanitizer when present) and the benchmarks (attention kernels; FP8 GEMM against
+# cuBLASLt), and writes a markdown report to
 # $OUT/gpu_results.md (and stdout). With TESSERA_BUNDLE also the engine on the GPU
 # (tools/gpu/engine_steps.sh: the shipped model per attention x kv pair against the CPU engine,
 # `tessera bench device` on a Flash-shaped checkpoint). Budget: about eight minutes on an H200.
@@ -114,7 +115,7 @@ if [ -n "$bundle_dir" ] && [ -x "$bundle_dir/tests/kvcache_bf16_device_test" ]; 
   # The engine on the GPU (tools/gpu/engine_steps.sh): the shipped model's greedy text per
   # attention x kv pair against the CPU engine, then `tessera bench device` on a Flash-shaped
   # checkpoint made here.
-  step "engine: shipped model per pair, Flash-shaped bench" 300 \
+  step "engine: shipped model per pair, Flash-shaped benches" 420 \
     "$here/tools/gpu/engine_steps.sh" "$bundle_dir" "$out" cuda
 else
   say "(no TESSERA_BUNDLE with device tests: the cache device paths, the matrix and the engine"
@@ -123,6 +124,7 @@ fi
 
 # ---- benchmark
 step "attention_mma_bench" 240 "$build/attention_mma_bench" --markdown "$out/bench_table.md"
+step "fp8_gemm_bench" 180 "$build/fp8_gemm_bench" --markdown "$out/fp8_gemm_table.md"
 
 # ---- report
 total=$(($(date +%s) - t_start))
@@ -144,9 +146,17 @@ total=$(($(date +%s) - t_start))
   echo
   if [ -s "$out/bench_table.md" ]; then cat "$out/bench_table.md"; else echo "(no results: see check.log)"; fi
   echo
+  echo "## FP8 GEMM against cuBLASLt: fp8_gemm_bench"
+  echo
+  if [ -s "$out/fp8_gemm_table.md" ]; then cat "$out/fp8_gemm_table.md"; else echo "(no results: see check.log)"; fi
+  echo
   echo "## Decode on a Flash-shaped checkpoint: tessera bench device"
   echo
   if [ -s "$out/device_bench.md" ]; then cat "$out/device_bench.md"; else echo "(not run: needs TESSERA_BUNDLE; see check.log)"; fi
+  echo
+  echo "## mma against reference on the Flash-shaped checkpoint: tessera bench attention"
+  echo
+  if [ -s "$out/attention_bench.md" ]; then cat "$out/attention_bench.md"; else echo "(not run: needs TESSERA_BUNDLE; see check.log)"; fi
 } >"$out/gpu_results.md"
 echo
 cat "$out/gpu_results.md"

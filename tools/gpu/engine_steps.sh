@@ -6,8 +6,11 @@
 #   2. a DeepSeek-V4-Flash-shaped checkpoint (`tessera make-checkpoint --preset flash`, all 256
 #      experts, TESSERA_FLASH_LAYERS layers, default 2) and `tessera bench device` on it at
 #      batch TESSERA_BENCH_BATCH (default 1,8,64), context TESSERA_BENCH_CONTEXT (default 256),
-#      and a prefill of TESSERA_BENCH_PREFILL tokens (default 1024), the tables in
-#      OUT_DIR/device_bench.md.
+#      and prefills of TESSERA_BENCH_PREFILL tokens (default 1024,8192), the tables in
+#      OUT_DIR/device_bench.md;
+#   3. `tessera bench attention` on that checkpoint: reference vs mma at contexts
+#      TESSERA_ATTENTION_CONTEXT (default 4096,16384,65536), batch 1, in OUT_DIR/attention_bench.md
+#      (on a GPU only: the CPU engine has no per-block timing).
 # DEVICE: "cuda" (a GPU: tools/gpu/check.sh) or "cpu" (bundle_check.sh: the same steps with the
 # CPU engine on both sides and a reduced checkpoint, to prove the bundle runs them).
 # Exit 0 when every step passes, 1 otherwise; each step's line on stdout.
@@ -69,7 +72,7 @@ done
 layers=${TESSERA_FLASH_LAYERS:-2}
 batches=${TESSERA_BENCH_BATCH:-1,8,64}
 context=${TESSERA_BENCH_CONTEXT:-256}
-prefill=${TESSERA_BENCH_PREFILL:-1024}
+prefill=${TESSERA_BENCH_PREFILL:-1024,8192}
 experts=0 vocab=129280
 if [ "$device" = cpu ]; then  # what proves the bundle runs it, in seconds, on a small machine
   layers=1 experts=8 vocab=1024 batches=1,2 context=8 prefill=16
@@ -80,6 +83,7 @@ if "${tessera[@]}" make-checkpoint --preset flash --layers "$layers" --experts "
   attention=mma
   [ "$device" = cpu ] && attention=reference
   config "$work/flash.toml" "$work/flash" "$device" "$attention" fp8 2
+  sed -i 's/^max_context = .*/max_context = 16384/' "$work/flash.toml"
   if "${tessera[@]}" bench device -c "$work/flash.toml" --batch "$batches" --context "$context" \
     --steps 4 --prefill "$prefill" >"$out/device_bench.md" 2>"$work/bench.log"; then
     echo "pass: tessera bench device (batch $batches, context $context, prefill $prefill):" \
@@ -88,6 +92,19 @@ if "${tessera[@]}" make-checkpoint --preset flash --layers "$layers" --experts "
     echo "FAIL: tessera bench device"
     tail -5 "$work/bench.log"
     failed=1
+  fi
+  if [ "$device" = cuda ]; then
+    contexts=${TESSERA_ATTENTION_CONTEXT:-4096,16384,65536}
+    config "$work/flash-long.toml" "$work/flash" cuda reference fp8 8
+    sed -i 's/^max_context = .*/max_context = 70000/' "$work/flash-long.toml"
+    if "${tessera[@]}" bench attention -c "$work/flash-long.toml" --context "$contexts" \
+      --batch 1 --steps 4 >"$out/attention_bench.md" 2>"$work/attention.log"; then
+      echo "pass: tessera bench attention (contexts $contexts): $out/attention_bench.md"
+    else
+      echo "FAIL: tessera bench attention"
+      tail -5 "$work/attention.log"
+      failed=1
+    fi
   fi
 else
   echo "FAIL: make-checkpoint"
