@@ -107,7 +107,8 @@ class AttentionTimesKvServeTest(unittest.TestCase):
 
 class TensorParallelServeTest(unittest.TestCase):
     """`tensor_parallel = 2` on the emulated device: two ranks, each with its share of the shipped
-    model's weights on the device, serve the CPU oracle's greedy text."""
+    model's weights on the device, serve the CPU oracle's greedy text; the log gives the time to
+    the first token after start-up."""
 
     def test_two_ranks_serve_the_cpu_oracles_greedy_text(self):
         shipped = dict(model=harness.SHIPPED_MODEL, memory_gib=0.05)
@@ -121,6 +122,8 @@ class TensorParallelServeTest(unittest.TestCase):
             self.assertEqual(greedy(tp, PROMPTS[0], max_tokens=4), want)
             self.assertIn("tensor_parallel = 2 ranks on", tp.log())
             self.assertIn("(rank 1 of 2)", tp.log())
+            # start-up as a user sees it: loading both ranks' shares, then the first request
+            self.assertRegex(tp.log(), r"engine: first token \d+\.\d\d s after the process started")
         finally:
             stop_all([tp])
 

@@ -10,7 +10,12 @@
 // - the shares: a rank's wq_b, wo_b, expert and head tensors are 1/N of the stored ones, in the
 //   stored format; a split that would cut a scale block is refused naming the tensor; a share
 //   run outside its group is refused; a rank whose share and kv pool do not fit the device's
-//   free memory is refused before loading, with the bytes.
+//   free memory is refused before loading, with the bytes;
+// - a rank that fails mid-run (fault injected in rank 1 of 2) stops the step with an error naming
+//   it on rank 0, every later step throws at once, and nothing hangs (the executor joins);
+// - expert parallelism (moe_split = "ep"): each rank holds E / N whole routed experts and none of
+//   the others; EP 2 equals TP 1 and TP 2 within the tolerance, with the same greedy tokens, on
+//   tiny-b and on the FP8 / FP4 checkpoint; ranks that do not divide E are refused naming E.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -31,12 +36,13 @@ namespace {
 // tolerance as the CPU ranks' (tp_equivalence_test), while a sharding bug moves logits by > 1e-2.
 constexpr double kTpTolerance = 1e-4;
 
-RuntimeOptions device_options(const std::filesystem::path& model_dir, int tp) {
+RuntimeOptions device_options(const std::filesystem::path& model_dir, int tp, bool ep = false) {
   RuntimeOptions o = engine_test::runtime_options(0.02, 16, R"({"storage":"fp32"})");
   o.model_dir = model_dir;
   o.device = "cuda";
   o.cuda_module = "emulated";
   o.tensor_parallel = tp;
+  o.expert_parallel = ep;
   return o;
 }
 
@@ -46,8 +52,8 @@ struct StepLogits {
 };
 
 // Two sequences: prompts in chunks, then decode steps feeding back each argmax.
-StepLogits run_steps(const std::filesystem::path& fixture, int tp, int steps) {
-  Runtime rt(device_options(fixture, tp));
+StepLogits run_steps(const std::filesystem::path& fixture, int tp, int steps, bool ep = false) {
+  Runtime rt(device_options(fixture, tp, ep));
   Executor ex(rt, tp, 2);
   const int64_t vocab = rt.model_config().vocab_size;
   const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 24),
@@ -196,6 +202,85 @@ TEST(DeviceTensorParallel, ARankThatDoesNotFitIsRefusedBeforeLoading) {
     for (const char* part : {"rank 0 of 2", "memory_gib", "GiB free", "60000.00 GiB of kv pool"})
       EXPECT_NE(why.find(part), std::string::npos) << part << " not in: " << why;
   }
+}
+
+TEST(DeviceExpertParallel, TwoRanksOfWholeExpertsMatchOneRankAndTensorParallel) {
+  const auto tiny_b = engine_test::fixture_dir("tiny-b");  // 6 routed experts: 3 per rank
+  const StepLogits one = run_steps(tiny_b, 1, 3);
+  const StepLogits tp = run_steps(tiny_b, 2, 3);
+  const StepLogits ep = run_steps(tiny_b, 2, 3, true);
+  const double vs_one = max_difference(one, ep), vs_tp = max_difference(tp, ep);
+  std::printf("device EP=2 vs TP=1 / TP=2 (tiny-b, emulated): max |dlogit| = %.3g / %.3g\n", vs_one,
+              vs_tp);
+  EXPECT_LE(vs_one, kTpTolerance);
+  EXPECT_LE(vs_tp, kTpTolerance);
+  EXPECT_GT(vs_tp, 0.0) << "EP bit-identical to TP: are the experts really whole per rank?";
+  EXPECT_EQ(ep.greedy, one.greedy);
+
+  const auto dir = quantised_checkpoint();  // 4 FP4 experts: 2 per rank
+  const StepLogits q_one = run_steps(dir, 1, 3), q_ep = run_steps(dir, 2, 3, true);
+  const double q = max_difference(q_one, q_ep);
+  std::printf("device EP=2 vs TP=1 (FP8 / FP4 checkpoint, emulated): max |dlogit| = %.3g\n", q);
+  EXPECT_LE(q, 1e-3);
+  EXPECT_EQ(q_ep.greedy, q_one.greedy);
+}
+
+TEST(DeviceExpertParallel, ARankHoldsItsWholeExpertsOnly) {
+  const auto dev = device::open_device({"cuda", 0, "emulated"});
+  const device::Stream s = dev->create_stream();
+  const auto dir = quantised_checkpoint();
+  const dsv4::ModelConfig config = dsv4::load_model_config(dir);
+  const dsv4::DeviceModelWeights whole = dsv4::upload_model_weights(*dev, s, dir, config);
+  const dsv4::DeviceModelWeights rank1 =
+      dsv4::upload_model_weights(*dev, s, dir, config, {1, 2, true});
+  int held = 0;
+  for (const auto& [name, t] : whole.tensors) {
+    const int64_t e = dsv4::routed_expert_of(name);
+    const dsv4::DeviceTensor* mine = rank1.find(name);
+    if (e >= 0) {
+      EXPECT_EQ(mine != nullptr, e >= 2) << name;  // experts 2 and 3 of 4
+      if (mine != nullptr) {
+        EXPECT_EQ(mine->shape, t.shape) << name << ": an expert is whole under EP";
+        EXPECT_EQ(mine->data.bytes(), t.data.bytes()) << name;
+        ++held;
+      }
+    } else if (name.find("shared_experts.w1") != std::string::npos) {
+      ASSERT_NE(mine, nullptr) << name;
+      EXPECT_EQ(mine->shape[0] * 2, t.shape[0]) << name << ": the shared expert stays cut";
+    }
+  }
+  EXPECT_GT(held, 0);
+  EXPECT_EQ(dsv4::routed_expert_of("layers.2.ffn.experts.17.w3.weight"), 17);
+  EXPECT_EQ(dsv4::routed_expert_of("layers.2.ffn.shared_experts.w3.weight"), -1);
+  EXPECT_EQ(dsv4::local_experts({1, 2, true}, 6).first, 3);
+  EXPECT_EQ(dsv4::local_experts({1, 2, false}, 6).count, 6);
+  try {
+    (void)run_steps(engine_test::fixture_dir("tiny-b"), 4, 1, true);
+    ADD_FAILURE() << "4 ranks split 6 experts";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not divide the 6 routed experts"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DeviceTensorParallel, AFailingRankStopsTheStepOnEveryRankWithoutHanging) {
+  Runtime rt(device_options(engine_test::fixture_dir("tiny-b"), 2));
+  Executor ex(rt, 2, 2);
+  const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 12)};
+  ex.apply({CacheOpKind::kCreate, 1, 0});
+  std::vector<size_t> done(1, 0);
+  std::vector<int32_t> last(1, 0);
+  (void)ex.step(engine_test::next_chunks(prompts, done, last, 8));  // both ranks run
+  EXPECT_FALSE(ex.failed());
+  ex.fail_rank_at_next_step(1, "rank 1 ran out of device memory (injected)");
+  try {
+    (void)ex.step(engine_test::next_chunks(prompts, done, last, 8));
+    ADD_FAILURE() << "rank 0 finished a step its partner never ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(ex.failed());
+  EXPECT_THROW((void)ex.step(engine_test::next_chunks(prompts, done, last, 8)), Error);
 }
 
 }  // namespace

@@ -92,5 +92,18 @@ TEST(RuntimeOptions, CudaDeviceTakesTensorParallelismAndRefusesBf16Activations) 
   EXPECT_NE(why.find("model.dtype = \"bf16\""), std::string::npos) << why;
 }
 
+// moe_split = "ep" gives each device rank whole routed experts; the CPU ranks cut experts by
+// tensor parallelism only, so there it is refused with the key's location.
+TEST(RuntimeOptions, ExpertParallelismNeedsACudaDevice) {
+  EXPECT_FALSE(RuntimeOptions::from_config(config_with("")).expert_parallel);  // "tp" by default
+  const RuntimeOptions ep = RuntimeOptions::from_config(
+      config_with("", "[executor]\ndevice = \"cuda\"\nmoe_split = \"ep\"\ntensor_parallel = 2\n"));
+  EXPECT_TRUE(ep.expert_parallel);
+  const std::string why =
+      refusal(config_with("", "[executor]\nmoe_split = \"ep\"\ntensor_parallel = 2\n"));
+  EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("moe_split = \"ep\" runs on device = \"cuda\""), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace tessera

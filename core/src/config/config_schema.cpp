@@ -141,6 +141,11 @@ const std::vector<KeySpec>& keys() {
               "logits are bit-identical (docs/engine.md \"Determinism\"). A power of two that "
               "divides those widths and is a multiple of tensor_parallel; 1 (off: one product per "
               "rank) is fastest."),
+      choice("executor", "moe_split", TS_CONFIG_FIELD(executor.moe_split), "tp", {"tp", "ep"},
+             "How tensor-parallel ranks share the routed experts: \"tp\" cuts every expert's "
+             "width between the ranks, \"ep\" gives each rank whole experts (E / "
+             "tensor_parallel of them; tokens are replicated, so no all-to-all). device = "
+             "\"cuda\" only (docs/engine.md)."),
       // [kv_cache]
       text("kv_cache", "plugin", TS_CONFIG_FIELD(kv_cache.plugin), std::string_view("bf16"),
            "KV-cache format plugin: \"bf16\", \"fp8\" or any installed format."),

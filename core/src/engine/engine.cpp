@@ -9,6 +9,7 @@
 
 #include "ops/compute_threads.hpp"
 #include "util/check.hpp"
+#include "util/process_clock.hpp"
 
 namespace tessera::engine {
 
@@ -436,6 +437,11 @@ bool Engine::run_step() {
   if (!ready_.empty()) {
     const std::span<SampledToken> tokens = sampler_->sample(ready_, logits, ready_rows_);
     t_sampled = Clock::now();
+    if (!first_token_logged_) {  // start-up as a user sees it: loading and the first request
+      first_token_logged_ = true;
+      spdlog::info("engine: first token {:.2f} s after the process started",
+                   seconds_since_process_start());
+    }
     decide_tokens(tokens);
   }
   const auto t3 = Clock::now();

@@ -141,6 +141,7 @@ class Engine {
   std::vector<uint64_t> aborts_;
   bool stopping_ = false;
   bool failed_ = false;
+  bool first_token_logged_ = false;  // the start-up line of run_step (engine loop thread)
   int64_t in_flight_ = 0;
   uint64_t next_id_ = 1;
   EngineStats stats_;

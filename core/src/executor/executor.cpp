@@ -155,6 +155,13 @@ dsv4::Logits Executor::step(const std::vector<PlannedChunk>& chunks) {
   }
 }
 
+void Executor::fail_rank_at_next_step(int rank, std::string message) {
+  TS_CHECK(rank >= 1 && rank < ranks(), "executor: no worker rank {} among {} ranks", rank,
+           ranks());
+  failure_message_ = std::move(message);
+  failing_rank_.store(rank);
+}
+
 void Executor::worker_loop(int rank) {
   Communicator& comm = group_->communicator(rank);
   Rank& self = *ranks_[static_cast<size_t>(rank)];
@@ -172,6 +179,9 @@ void Executor::worker_loop(int rank) {
         self.apply(op);
       }
       if (!plan.chunks.empty()) {
+        if (failing_rank_.load() == rank) {
+          throw Error(failure_message_);
+        }
         self.forward(plan.chunks);
       }
     }

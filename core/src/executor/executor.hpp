@@ -12,8 +12,10 @@
 // Thread-safety: every method is for the thread that created the executor (the engine loop).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -46,6 +48,10 @@ class Executor {
   dsv4::Logits step(const std::vector<PlannedChunk>& chunks);
   // True once a rank failed: the group is aborted and every further step throws.
   bool failed() const { return group_ && group_->aborted(); }
+  // Fault injection for tests of the failure path: rank `rank` (1..N-1) throws tessera::Error
+  // with `message` instead of its next forward, as a rank whose allocation or plugin fails
+  // does; the group aborts and rank 0's step throws.
+  void fail_rank_at_next_step(int rank, std::string message);
 
  private:
   void start_device_ranks(int tensor_parallel);
@@ -62,6 +68,8 @@ class Executor {
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::vector<CacheOp> queued_ops_;  // for ranks 1..N-1
   std::vector<std::thread> workers_;
+  std::atomic<int> failing_rank_{0};  // 0: none (fail_rank_at_next_step)
+  std::string failure_message_;       // written before the plan that carries it is broadcast
 };
 
 }  // namespace tessera

@@ -2,7 +2,8 @@
 // round trip: router and routing, the routed rows grouped by expert (ops/moe_grouping.hpp),
 // gathered, every expert's product chain over its rows in one grouped launch per projection
 // (device::DeviceOps::grouped_linear), the shared expert over every token, and the combine in
-// expert order. A routing failure is noted per layer on the device and reported after the step
+// expert order; under expert parallelism only this rank's experts (model/device_shard.hpp). A
+// routing failure is noted per layer on the device and reported after the step
 // (check_routing).
 #include <algorithm>
 #include <vector>
@@ -63,11 +64,18 @@ void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const De
   float* u = ctx.scratch.get<float>("moe.u", std::max(rows * I, shared_rows_I));
   ctx.ops.gather_rows(s, x, source, rows, D, gathered);
   run_expert(ctx, w.shared, x, T, g, u, out);
-  if (!w.experts.empty()) {
-    grouped_linear(ctx.ops, s, gathered, w.w1, E, offsets, g);
-    grouped_linear(ctx.ops, s, gathered, w.w3, E, offsets, u);
+  // Expert parallelism: this rank computes the rows of its experts only (offsets stay absolute
+  // row numbers); the other rows' results are zero here and come from their ranks.
+  const auto local = static_cast<int64_t>(w.experts.size());
+  if (local < E) {
+    ctx.device.fill(results, 0, static_cast<size_t>(rows * D) * sizeof(float), s);
+  }
+  if (local > 0) {
+    const int64_t* first = offsets + w.first_expert;
+    grouped_linear(ctx.ops, s, gathered, w.w1, local, first, g);
+    grouped_linear(ctx.ops, s, gathered, w.w3, local, first, u);
     ctx.ops.swiglu(s, g, u, rows * I, static_cast<float>(cfg.swiglu_limit));
-    grouped_linear(ctx.ops, s, g, w.w2, E, offsets, results);
+    grouped_linear(ctx.ops, s, g, w.w2, local, first, results);
   }
   ctx.ops.moe_combine(s, results, src, combine_weight, T, K, D, out);
   ctx.mark("MoE: experts + combine");

@@ -24,6 +24,34 @@ SplitAxis split_axis(std::string_view name) {
   return SplitAxis::kWhole;
 }
 
+SplitAxis split_axis(std::string_view name, RankShare share) {
+  if (share.expert_parallel && routed_expert_of(name) >= 0) {
+    return SplitAxis::kWhole;
+  }
+  return split_axis(name);
+}
+
+int64_t routed_expert_of(std::string_view name) {
+  static const std::regex expert(R"((^|\.)ffn\.experts\.(\d+)\.)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_search(name.begin(), name.end(), m, expert)) {
+    return -1;
+  }
+  return std::stoll(m[2].str());
+}
+
+ExpertRange local_experts(RankShare share, int64_t experts) {
+  if (!share.expert_parallel || share.ranks == 1) {
+    return {0, experts};
+  }
+  TS_CHECK(experts % share.ranks == 0,
+           "moe_split = \"ep\": tensor_parallel = {} does not divide the {} routed experts; "
+           "choose a tensor_parallel that does, or moe_split = \"tp\"",
+           share.ranks, experts);
+  const int64_t count = experts / share.ranks;
+  return {share.rank * count, count};
+}
+
 TensorShare share_of(const StoredTensor& t, const std::string& name, SplitAxis axis,
                      RankShare share, int64_t block) {
   TensorShare out;

@@ -222,7 +222,9 @@ DeviceExpertTable expert_table(const std::vector<DeviceExpert>& experts,
 }  // namespace
 
 DeviceModelView view_device_weights(const DeviceModelWeights& weights, const ModelConfig& c,
-                                    device::Device& device, const device::Stream& stream) {
+                                    device::Device& device, const device::Stream& stream,
+                                    ExpertRange experts) {
+  if (experts.count < 0) experts = {0, c.n_routed_experts};
   const Binder b(weights, device, stream);
   DeviceModelView v;
   v.embed = b.vector("embed.weight");
@@ -262,7 +264,8 @@ DeviceModelView view_device_weights(const DeviceModelWeights& weights, const Mod
       m.bias = b.f32(p + "ffn.gate.bias");
     }
     m.shared = b.expert(p + "ffn.shared_experts.");
-    for (int64_t e = 0; e < c.n_routed_experts; ++e)
+    m.first_expert = experts.first;
+    for (int64_t e = experts.first; e < experts.first + experts.count; ++e)
       m.experts.push_back(b.expert(fmt::format("{}ffn.experts.{}.", p, e)));
     m.w1 = expert_table(m.experts, &DeviceExpert::w1, device, stream, v.expert_tables);
     m.w2 = expert_table(m.experts, &DeviceExpert::w2, device, stream, v.expert_tables);

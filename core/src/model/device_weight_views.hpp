@@ -89,7 +89,10 @@ struct DeviceMoeWeights {
   const int32_t* tid2eid = nullptr;  // hash layers: [vocab * K]
   int64_t table_size = 0;
   DeviceExpert shared;
+  // The routed experts this rank holds: all, or under expert parallelism experts
+  // [first_expert, first_expert + experts.size()) (model/device_shard.hpp).
   std::vector<DeviceExpert> experts;
+  int64_t first_expert = 0;
   DeviceExpertTable w1, w2, w3;  // the routed experts' projections, grouped
 };
 
@@ -115,9 +118,11 @@ void grouped_linear(const device::DeviceOps& ops, const device::Stream& stream, 
                     float* y);
 
 // Throws tessera::Error naming the tensor when one is missing or in a format the device forward
-// does not take (FP8 with F32 scales, norms other than BF16 / F32).
+// does not take (FP8 with F32 scales, norms other than BF16 / F32). `experts`: the routed
+// experts the weights hold (a range under expert parallelism; default: all).
 [[nodiscard]] DeviceModelView view_device_weights(const DeviceModelWeights& weights,
                                                   const ModelConfig& config, device::Device& device,
-                                                  const device::Stream& stream);
+                                                  const device::Stream& stream,
+                                                  ExpertRange experts = {0, -1});
 
 }  // namespace tessera::dsv4

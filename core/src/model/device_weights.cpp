@@ -51,11 +51,20 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
   const std::vector<TensorSpec> specs = plan_model_tensors(config, shapes);
   const CheckedCheckpoint checked = check_checkpoint(catalog, specs, model_dir);
 
+  const ExpertRange experts = local_experts(share, config.n_routed_experts);
+  // Under expert parallelism the routed experts of other ranks are not read at all.
+  auto placed_here = [&](const LoadJob& job) {
+    const int64_t e = routed_expert_of(job.spec->name);
+    return e < 0 || experts.holds(e);
+  };
   uint64_t stored_bytes = 0, share_bytes = 0;
   for (const LoadJob& job : checked.jobs) {
     stored_bytes += job_bytes(job);
+    if (!placed_here(job)) {
+      continue;
+    }
     const bool split =
-        job.decode != Decode::Table && split_axis(job.spec->name) != SplitAxis::kWhole;
+        job.decode != Decode::Table && split_axis(job.spec->name, share) != SplitAxis::kWhole;
     share_bytes += split ? job_bytes(job) / static_cast<uint64_t>(share.ranks) : job_bytes(job);
   }
   const uint64_t free = device.free_bytes();
@@ -79,6 +88,11 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
   try {
     for (const LoadJob& job : checked.jobs) {
       const StoredTensor& w = *job.weight;
+      done += job_bytes(job);
+      if (!placed_here(job)) {
+        progress.update(done);
+        continue;
+      }
       DeviceTensor t;
       if (job.decode == Decode::Table) {
         const std::vector<int32_t> table = decode_token_table(*job.spec, w);
@@ -88,7 +102,7 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
                        std::as_bytes(std::span<const int32_t>(table.data(), table.size())));
         device.synchronize(stream);  // `table` dies here
       } else {
-        const SplitAxis axis = split_axis(job.spec->name);
+        const SplitAxis axis = split_axis(job.spec->name, share);
         const TensorShare part =
             share_of(w, job.spec->name, axis, share, scale_block(w, job.scale, axis));
         t.dtype = w.dtype;
@@ -103,7 +117,6 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
       }
       out.bytes += t.data.bytes() + t.scale.bytes();
       out.tensors.emplace(job.spec->name, std::move(t));
-      done += job_bytes(job);
       progress.update(done);
     }
     device.synchronize(stream);
@@ -118,7 +131,12 @@ DeviceModelWeights upload_model_weights(device::Device& device, const device::St
       "placed {} tensors from {} on {}{}: {:.1f} MiB of device memory [{}] in {:.2f} s "
       "({:.2f} GiB/s)",
       out.tensors.size(), model_dir.string(), device.describe(),
-      share.ranks > 1 ? fmt::format(" (rank {} of {})", share.rank, share.ranks) : "",
+      share.ranks > 1 ? fmt::format(" (rank {} of {}{})", share.rank, share.ranks,
+                                    share.expert_parallel
+                                        ? fmt::format(", routed experts [{}, {})", experts.first,
+                                                      experts.first + experts.count)
+                                        : std::string())
+                      : "",
       static_cast<double>(out.bytes) / (1 << 20), dtype_summary(checked.jobs), seconds,
       seconds > 0 ? static_cast<double>(stored_bytes) / (1 << 30) / seconds : 0.0);
   return out;

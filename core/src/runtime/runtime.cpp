@@ -109,11 +109,13 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
     spdlog::info("runtime: device {}", placed->device->describe());
     const device::Stream upload = placed->device->create_stream();
     // Tensor parallelism: rank 0's share (the executor places the other ranks').
-    placed->weights = std::make_unique<dsv4::DeviceModelWeights>(dsv4::upload_model_weights(
-        *placed->device, upload, options_.model_dir, model_config_,
-        {0, std::max(1, options_.tensor_parallel)}, kv_pool_bytes(options_)));
+    const dsv4::RankShare share{0, std::max(1, options_.tensor_parallel), options_.expert_parallel};
+    placed->weights = std::make_unique<dsv4::DeviceModelWeights>(
+        dsv4::upload_model_weights(*placed->device, upload, options_.model_dir, model_config_,
+                                   share, kv_pool_bytes(options_)));
     placed->view = std::make_unique<dsv4::DeviceModelView>(
-        dsv4::view_device_weights(*placed->weights, model_config_, *placed->device, upload));
+        dsv4::view_device_weights(*placed->weights, model_config_, *placed->device, upload,
+                                  dsv4::local_experts(share, model_config_.n_routed_experts)));
     shared = std::move(placed);
   } else {
     spdlog::info("runtime: the model already on {} is shared (no second copy)",

@@ -41,6 +41,7 @@ void copy_values(const Config& config, RuntimeOptions& o) {
   o.device = config.executor.device;
   o.cuda_module = config.executor.cuda_module;
   o.tensor_parallel = static_cast<int>(config.executor.tensor_parallel);
+  o.expert_parallel = config.executor.moe_split == "ep";
   // The same configuration on the SIMT emulator (CI, machines without a GPU): the environment
   // names the module instead of the file, and the log says so.
   if (const char* env = std::getenv("TESSERA_CUDA_MODULE"); env != nullptr && *env != '\0') {
@@ -68,6 +69,10 @@ RuntimeOptions RuntimeOptions::from_config(const Config& config) {
              "\"cuda\" use \"auto\" (the device computes in fp32, FP8 layers as W8A8)",
              config.location_of("model.dtype").to_string());
   }
+  TS_CHECK(!o.expert_parallel || o.device == "cuda",
+           "{}: moe_split = \"ep\" runs on device = \"cuda\" ranks (a GPU or the emulator); the "
+           "CPU ranks cut the experts by tensor parallelism: use moe_split = \"tp\"",
+           config.location_of("executor.moe_split").to_string());
   if (o.bf16_activations) {
     TS_CHECK(ops::gemm_nt_bf16_available() && ops::gemm_reads_bf16_weights(),
              "{}: model.dtype = \"bf16\" needs a CPU with AVX512_BF16 and our AVX-512 GEMM (this "

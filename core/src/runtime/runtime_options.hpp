@@ -43,6 +43,9 @@ struct RuntimeOptions {
   // checkpoint (the executor places the other ranks'); the CPU runtime holds the whole model and
   // the executor cuts the shares.
   int tensor_parallel{};
+  // executor.moe_split = "ep": each device rank holds E / tensor_parallel whole routed experts
+  // (model/device_shard.hpp); "tp" cuts every expert's width.
+  bool expert_parallel{};
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
   // working directory, then against the config file's directory. Throws Error, with the key's
