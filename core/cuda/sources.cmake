@@ -16,6 +16,7 @@ set(TESSERA_CUDA_KERNEL_SOURCES
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_dense.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/hyper_mix.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_fp8.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_quantised_mma.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/moe_combine.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/moe_routing.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/rope.cu

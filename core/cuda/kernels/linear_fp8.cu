@@ -4,7 +4,8 @@
 // block and scaled by both blocks' scales. Nothing is dequantised in memory: W is decoded in
 // registers. Also the routed experts' FP4 product (W e2m1, one UE8M0 scale per 32 inputs) with
 // the same activations. Decode-shaped (few rows): one warp per output column, each lane holding
-// 4 of a block's 128 inputs; tensor-core kernels for prefill shapes join beside it.
+// 4 of a block's 128 inputs. From kQuantisedMmaRows rows on the launchers hand the product to the
+// tensor-core kernel of linear_quantised_mma.cu.
 #include "device_primitives.cuh"
 #include "number_formats.cuh"
 #include "ops_launch.hpp"
@@ -109,13 +110,14 @@ linear_fp4_kernel(const float* x, int64_t rows, int64_t in, const uint8_t* w,
 }
 
 // Per expert: block (b, e) computes expert e's rows [offsets[e], offsets[e + 1]) with w[e] and
-// scale[e]; an expert without rows returns at once (the whole block: no barrier here).
+// scale[e]; an expert without rows, or with kQuantisedMmaRows rows or more (the tensor-core
+// kernel's, launched beside this one), returns at once (the whole block: no barrier here).
 TS_KERNEL(kThreads)
 grouped_quantised_kernel(bool fp4, const float* x, int64_t in, const uint8_t* const* w,
                          const uint8_t* const* scale, const int64_t* offsets, int64_t out,
                          float* y) {
   const int64_t e = block_index_y(), first = offsets[e], rows = offsets[e + 1] - first;
-  if (rows <= 0) return;
+  if (rows <= 0 || rows >= kQuantisedMmaRows) return;
   if (fp4) {
     fp4_column(x + first * in, rows, in, w[e], scale[e], out, y + first * out, thread_index() & 31,
                warp_column());
@@ -132,6 +134,8 @@ dim3 column_grid(int64_t out) { return dim3(static_cast<unsigned>((out + kWarps 
 cudaError_t launch_linear_fp8(const float* x, int64_t rows, int64_t in, const uint8_t* w,
                               const uint8_t* w_scale, int64_t out, float* y, cudaStream_t stream) {
   if (rows <= 0 || out <= 0) return cudaSuccess;
+  if (rows >= kQuantisedMmaRows)
+    return launch_linear_quantised_mma(false, x, rows, in, w, w_scale, out, y, stream);
   TS_LAUNCH(linear_fp8_kernel, column_grid(out), dim3(kThreads), 0, stream, x, rows, in, w, w_scale,
             out, y);
   return cudaGetLastError();
@@ -148,12 +152,18 @@ cudaError_t launch_grouped_linear(int32_t format, const float* x, int64_t in, co
   const dim3 grid(column_grid(out).x, static_cast<unsigned>(experts));
   TS_LAUNCH(grouped_quantised_kernel, grid, dim3(kThreads), 0, stream, format == kLinearFp4, x, in,
             reinterpret_cast<const uint8_t* const*>(w), scale, offsets, out, y);
-  return cudaGetLastError();
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  // The row counts are on the device: each launch takes its experts and skips the others.
+  return launch_grouped_quantised_mma(format == kLinearFp4, x, in,
+                                      reinterpret_cast<const uint8_t* const*>(w), scale, experts,
+                                      offsets, out, y, stream);
 }
 
 cudaError_t launch_linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w,
                               const uint8_t* w_scale, int64_t out, float* y, cudaStream_t stream) {
   if (rows <= 0 || out <= 0) return cudaSuccess;
+  if (rows >= kQuantisedMmaRows)
+    return launch_linear_quantised_mma(true, x, rows, in, w, w_scale, out, y, stream);
   TS_LAUNCH(linear_fp4_kernel, column_grid(out), dim3(kThreads), 0, stream, x, rows, in, w, w_scale,
             out, y);
   return cudaGetLastError();

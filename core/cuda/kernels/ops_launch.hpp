@@ -51,6 +51,20 @@ cudaError_t launch_linear_fp8(const float* x, int64_t rows, int64_t in, const ui
 cudaError_t launch_linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w,
                               const uint8_t* w_scale, int64_t out, float* y, cudaStream_t stream);
 
+// Either product on tensor cores (linear_quantised_mma.cu), the same quantised values summed in
+// another order within each 128-input block; the launchers above use it from
+// kQuantisedMmaRows rows on.
+inline constexpr int64_t kQuantisedMmaRows = 16;
+cudaError_t launch_linear_quantised_mma(bool fp4, const float* x, int64_t rows, int64_t in,
+                                        const uint8_t* w, const uint8_t* w_scale, int64_t out,
+                                        float* y, cudaStream_t stream);
+// The grouped expert product on tensor cores for the experts with kQuantisedMmaRows rows or more
+// (launch_grouped_linear launches it beside the decode-shaped kernel, which takes the others).
+cudaError_t launch_grouped_quantised_mma(bool fp4, const float* x, int64_t in,
+                                         const uint8_t* const* w, const uint8_t* const* scale,
+                                         int64_t experts, const int64_t* offsets, int64_t out,
+                                         float* y, cudaStream_t stream);
+
 // The MoE router of ops/moe_routing.hpp (moe_routing.cu): scores [tokens, E] in place, picked
 // and weights [tokens, K]; tid2eid null for a learned layer; *bad min-reduced with the lowest
 // token whose routing failed (the caller initialises it to `tokens`).
