@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -27,6 +28,12 @@ struct Backend {
   std::unique_ptr<Device> device;
 };
 
+// Why the GPU backend did not open (empty when it did, or before backends() ran).
+inline std::string& gpu_backend_refusal() {
+  static std::string why;
+  return why;
+}
+
 // The backends to check: emulated always; native where a GPU is present.
 inline std::vector<Backend>& backends() {
   static std::vector<Backend> list = [] {
@@ -35,11 +42,22 @@ inline std::vector<Backend>& backends() {
     try {
       out.push_back({"cuda", open_device({"cuda", 0, "native"})});
     } catch (const std::exception& e) {
+      gpu_backend_refusal() = e.what();
       std::printf("[ info ] no GPU backend: %s\n", e.what());
     }
     return out;
   }();
   return list;
+}
+
+// The device check (tools/gpu/check.sh) sets TESSERA_REQUIRE_GPU=1: there a GPU backend that
+// does not open fails the run instead of leaving only the emulated one to test.
+inline void expect_gpu_backend_where_required() {
+  const char* required = std::getenv("TESSERA_REQUIRE_GPU");
+  if (required == nullptr || std::string(required) != "1") return;
+  ASSERT_EQ(backends().size(), 2u)
+      << "TESSERA_REQUIRE_GPU=1 but the GPU backend did not open: " << gpu_backend_refusal();
+  EXPECT_EQ(backends()[1].name, "cuda");
 }
 
 inline CpuDevice& cpu() {

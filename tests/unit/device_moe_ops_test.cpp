@@ -216,5 +216,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, MoeOps, ::testing::Range<size_t>(0, backends(
                            return backends().at(info.param).name;
                          });
 
+// On the device check's GPU machine the GPU backend must be among the backends above.
+TEST(GpuBackend, OpensWhereRequiredForMoeOps) { expect_gpu_backend_where_required(); }
+
 }  // namespace
 }  // namespace tessera::device

@@ -643,5 +643,8 @@ TEST(OpenDevice, CpuAndEmulatedDescribeThemselves) {
   EXPECT_NE(emulated.find("emulated"), std::string::npos) << emulated;
 }
 
+// On the device check's GPU machine the GPU backend must be among the backends above.
+TEST(GpuBackend, OpensWhereRequiredForBackendOps) { expect_gpu_backend_where_required(); }
+
 }  // namespace
 }  // namespace tessera::device

@@ -8,7 +8,7 @@
 #
 # Layout (the binary finds plugins/ and the CUDA modules beside itself):
 #   tessera-bundle/tessera, libtessera_cuda*.so, libtessera_emulator.so, plugins/*.so, lib/*.so,
-#   run.sh (sets LD_LIBRARY_PATH=lib and runs tessera), MANIFEST (files, bytes, sha256)
+#   tests/ (device tests, with links to the CUDA modules), run.sh (sets LD_LIBRARY_PATH=lib and runs tessera), MANIFEST (files, bytes, sha256)
 # Then tools/gpu/check.sh --bundle-only OUT_DIR/tessera-bundle proves it starts (no GPU needed).
 # Fails when a library is missing or the tarball exceeds 64 MiB (the device tool's carry limit).
 set -euo pipefail
@@ -35,9 +35,21 @@ for test in kvcache_bf16_device_test kvcache_fp8_device_test attention_conforman
     cp "$build/tests/cuda/$test" "$bundle/tests/"
   fi
 done
+# The device layer's op tests (tests/unit): every kernel of core/cuda against the cpu backend,
+# on each backend the build finds (the emulated device, and a GPU where present).
+for test in device_ops_test device_moe_ops_test; do
+  if [ -x "$build/tests/$test" ]; then
+    mkdir -p "$bundle/tests"
+    cp "$build/tests/$test" "$bundle/tests/"
+  fi
+done
 for module in libtessera_cuda.so libtessera_cuda_emulated.so libtessera_emulator.so; do
   found=$(find "$build" -name "$module" -not -path "*/tests/*" -print -quit)
-  if [ -n "$found" ]; then cp "$found" "$bundle/"; fi
+  if [ -n "$found" ]; then
+    cp "$found" "$bundle/"
+    # open_device looks beside the executable: the bundled tests find the modules through links.
+    if [ -d "$bundle/tests" ]; then ln -sf "../$module" "$bundle/tests/$module"; fi
+  fi
 done
 
 # Libraries the target provides: glibc's (libc, libm, libmvec, libdl, libpthread, librt, ld-linux,
@@ -55,7 +67,7 @@ provided() {
 missing=0
 for elf in "$bundle/tessera" "$bundle"/*.so "$bundle"/plugins/*.so "$bundle"/plugins/cuda/*.so \
   "$bundle"/tests/*; do
-  [ -e "$elf" ] || continue
+  [ -e "$elf" ] && [ ! -L "$elf" ] || continue
   while read -r name arrow path _; do
     [ "$arrow" = "=>" ] || continue
     if [ "$path" = "not" ]; then
