@@ -14,6 +14,7 @@ set(TESSERA_CUDA_KERNEL_SOURCES
   ${TESSERA_CUDA_MODULE_DIR}/kernels/swiglu.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/embed.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_dense.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_bf16_mma.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/hyper_mix.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_fp8.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_quantised_mma.cu

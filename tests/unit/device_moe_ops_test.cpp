@@ -205,9 +205,11 @@ TEST_P(MoeOps, GroupedLinearEveryFormat) {
     check_grouped(dev(), f, 256, 72, rows, 20 + static_cast<uint32_t>(f));
   }
   check_grouped(dev(), LinearFormat::kFp4, 4096, 64, {1, 0, 2}, 30);  // Flash expert w1 width
-  // Experts with 16 rows or more go to the tensor-core kernel (linear_quantised_mma.cu), the
-  // others to the decode-shaped one, in the same call; 70 rows: two row tiles.
-  for (const LinearFormat f : {LinearFormat::kFp8, LinearFormat::kFp4})
+  // Experts with 16 rows or more go to the tensor-core kernels (linear_bf16_mma.cu,
+  // linear_quantised_mma.cu), the others to the decode-shaped ones, in the same call; 70 rows:
+  // two row tiles. fp32 weights stay decode-shaped at any row count.
+  for (const LinearFormat f :
+       {LinearFormat::kBf16, LinearFormat::kF32, LinearFormat::kFp8, LinearFormat::kFp4})
     check_grouped(dev(), f, 256, 136, {16, 2, 0, 70, 15}, 40 + static_cast<uint32_t>(f));
 }
 

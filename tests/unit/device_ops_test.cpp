@@ -137,6 +137,11 @@ TEST_P(BackendOps, LinearBf16) {
   check_linear(dev, 1, 40, 9, 30);
   check_linear(dev, 7, 129, 33, 31);     // rows beyond one pass, odd widths
   check_linear(dev, 2, 4096, 1024, 32);  // Flash wq_a: hidden 4096 -> q LoRA 1024
+  // From 16 rows on, the tensor-core kernel (linear_bf16_mma.cu, x split into three bf16 parts):
+  // whole and partial 64 x 64 tiles, partial 64-input chunks, odd widths.
+  check_linear(dev, 16, 300, 130, 33);
+  check_linear(dev, 70, 512, 192, 34);
+  check_linear(dev, 33, 129, 65, 35);
 }
 
 TEST_P(BackendOps, LinearF32AndEmbedF32) {

@@ -14,6 +14,7 @@ target_link_libraries(attention_mma_bench PRIVATE tessera_sdk CUDA::cudart Threa
 include(${CMAKE_CURRENT_LIST_DIR}/../../core/cuda/sources.cmake)
 add_executable(fp8_gemm_bench ${CMAKE_CURRENT_LIST_DIR}/fp8_gemm_bench.cpp
   ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_fp8.cu ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_dense.cu
-  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_quantised_mma.cu)
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_quantised_mma.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/linear_bf16_mma.cu)
 target_include_directories(fp8_gemm_bench PRIVATE ${TESSERA_CUDA_MODULE_INCLUDE_DIRS})
 target_link_libraries(fp8_gemm_bench PRIVATE CUDA::cudart CUDA::cublasLt)

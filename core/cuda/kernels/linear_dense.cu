@@ -1,7 +1,8 @@
 // y = x . W^T with W in bf16 or fp32 as the checkpoint stores it (bf16 widened in registers),
 // fp32 sums: the decode-shaped product (few rows, bound by reading W). One warp computes one output
 // column for up to kRowsPerPass rows at once, its lanes striding over `in` two values at a time,
-// and reduces by shuffles. Tensor-core (mma.sync) kernels for prefill shapes join beside it.
+// and reduces by shuffles. From kTensorCoreRows rows on the bf16 launchers hand the product to the
+// tensor-core kernel of linear_bf16_mma.cu; fp32 weights (test checkpoints) stay here.
 #include "device_primitives.cuh"
 #include "ops_launch.hpp"
 
@@ -53,13 +54,15 @@ linear_dense_kernel(const float* x, int64_t rows, int64_t in, const W* w, int64_
 }
 
 // The same per expert: block (b, e) computes expert e's rows [offsets[e], offsets[e + 1]) with
-// w[e]; an expert without rows returns at once (the whole block: no barrier here).
+// w[e]; an expert without rows, or for bf16 with kTensorCoreRows rows or more (the tensor-core
+// kernel's, launched beside this one), returns at once (the whole block: no barrier here).
 template <class W>
 TS_KERNEL(kThreads)
 grouped_dense_kernel(const float* x, int64_t in, const W* const* w, const int64_t* offsets,
                      int64_t out, float* y) {
   const int64_t e = block_index_y(), first = offsets[e], rows = offsets[e + 1] - first;
-  if (rows <= 0) return;
+  constexpr bool kBf16 = sizeof(W) == sizeof(uint16_t);
+  if (rows <= 0 || (kBf16 && rows >= kTensorCoreRows)) return;
   const int64_t column = static_cast<int64_t>(block_index()) * kWarps + (thread_index() >> 5);
   dense_column(x + first * in, rows, in, w[e], out, y + first * out, thread_index() & 31, column);
 }
@@ -83,8 +86,12 @@ cudaError_t launch_grouped_dense(bool bf16, const float* x, int64_t in, const vo
   const dim3 grid(static_cast<unsigned>((out + kWarps - 1) / kWarps),
                   static_cast<unsigned>(experts));
   if (bf16) {
-    TS_LAUNCH(grouped_dense_kernel<uint16_t>, grid, dim3(kThreads), 0, stream, x, in,
-              reinterpret_cast<const uint16_t* const*>(w), offsets, out, y);
+    const auto* w16 = reinterpret_cast<const uint16_t* const*>(w);
+    TS_LAUNCH(grouped_dense_kernel<uint16_t>, grid, dim3(kThreads), 0, stream, x, in, w16, offsets,
+              out, y);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    // The row counts are on the device: each launch takes its experts and skips the others.
+    return launch_grouped_bf16_mma(x, in, w16, experts, offsets, out, y, stream);
   } else {
     TS_LAUNCH(grouped_dense_kernel<float>, grid, dim3(kThreads), 0, stream, x, in,
               reinterpret_cast<const float* const*>(w), offsets, out, y);
@@ -94,6 +101,7 @@ cudaError_t launch_grouped_dense(bool bf16, const float* x, int64_t in, const vo
 
 cudaError_t launch_linear_bf16(const float* x, int64_t rows, int64_t in, const uint16_t* w,
                                int64_t out, float* y, cudaStream_t stream) {
+  if (rows >= kTensorCoreRows) return launch_linear_bf16_mma(x, rows, in, w, out, y, stream);
   return launch_linear_dense(x, rows, in, w, out, y, stream);
 }
 

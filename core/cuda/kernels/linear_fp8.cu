@@ -4,7 +4,7 @@
 // block and scaled by both blocks' scales. Nothing is dequantised in memory: W is decoded in
 // registers. Also the routed experts' FP4 product (W e2m1, one UE8M0 scale per 32 inputs) with
 // the same activations. Decode-shaped (few rows): one warp per output column, each lane holding
-// 4 of a block's 128 inputs. From kQuantisedMmaRows rows on the launchers hand the product to the
+// 4 of a block's 128 inputs. From kTensorCoreRows rows on the launchers hand the product to the
 // tensor-core kernel of linear_quantised_mma.cu.
 #include "device_primitives.cuh"
 #include "number_formats.cuh"
@@ -110,14 +110,14 @@ linear_fp4_kernel(const float* x, int64_t rows, int64_t in, const uint8_t* w,
 }
 
 // Per expert: block (b, e) computes expert e's rows [offsets[e], offsets[e + 1]) with w[e] and
-// scale[e]; an expert without rows, or with kQuantisedMmaRows rows or more (the tensor-core
+// scale[e]; an expert without rows, or with kTensorCoreRows rows or more (the tensor-core
 // kernel's, launched beside this one), returns at once (the whole block: no barrier here).
 TS_KERNEL(kThreads)
 grouped_quantised_kernel(bool fp4, const float* x, int64_t in, const uint8_t* const* w,
                          const uint8_t* const* scale, const int64_t* offsets, int64_t out,
                          float* y) {
   const int64_t e = block_index_y(), first = offsets[e], rows = offsets[e + 1] - first;
-  if (rows <= 0 || rows >= kQuantisedMmaRows) return;
+  if (rows <= 0 || rows >= kTensorCoreRows) return;
   if (fp4) {
     fp4_column(x + first * in, rows, in, w[e], scale[e], out, y + first * out, thread_index() & 31,
                warp_column());
@@ -134,7 +134,7 @@ dim3 column_grid(int64_t out) { return dim3(static_cast<unsigned>((out + kWarps 
 cudaError_t launch_linear_fp8(const float* x, int64_t rows, int64_t in, const uint8_t* w,
                               const uint8_t* w_scale, int64_t out, float* y, cudaStream_t stream) {
   if (rows <= 0 || out <= 0) return cudaSuccess;
-  if (rows >= kQuantisedMmaRows)
+  if (rows >= kTensorCoreRows)
     return launch_linear_quantised_mma(false, x, rows, in, w, w_scale, out, y, stream);
   TS_LAUNCH(linear_fp8_kernel, column_grid(out), dim3(kThreads), 0, stream, x, rows, in, w, w_scale,
             out, y);
@@ -162,7 +162,7 @@ cudaError_t launch_grouped_linear(int32_t format, const float* x, int64_t in, co
 cudaError_t launch_linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w,
                               const uint8_t* w_scale, int64_t out, float* y, cudaStream_t stream) {
   if (rows <= 0 || out <= 0) return cudaSuccess;
-  if (rows >= kQuantisedMmaRows)
+  if (rows >= kTensorCoreRows)
     return launch_linear_quantised_mma(true, x, rows, in, w, w_scale, out, y, stream);
   TS_LAUNCH(linear_fp4_kernel, column_grid(out), dim3(kThreads), 0, stream, x, rows, in, w, w_scale,
             out, y);

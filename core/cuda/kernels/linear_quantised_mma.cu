@@ -137,7 +137,7 @@ linear_quantised_mma_kernel(const float* x, int64_t rows, int64_t in, const uint
 }
 
 // Per expert (grid y): expert e's rows [offsets[e], offsets[e + 1]) with w[e], scale[e], row
-// tile after row tile, for outputs [bx * 64, ..). Experts with fewer than kQuantisedMmaRows rows
+// tile after row tile, for outputs [bx * 64, ..). Experts with fewer than kTensorCoreRows rows
 // are the decode kernel's (linear_fp8.cu, launched beside this one) and return at once.
 template <bool kFp4>
 TS_KERNEL(kThreads)
@@ -145,7 +145,7 @@ grouped_quantised_mma_kernel(const float* x, int64_t in, const uint8_t* const* w
                              const uint8_t* const* scale, const int64_t* offsets, int64_t out,
                              float* y) {
   const int64_t e = block_index_y(), first = offsets[e], rows = offsets[e + 1] - first;
-  if (rows < kQuantisedMmaRows) return;  // the whole block: no barrier reached
+  if (rows < kTensorCoreRows) return;  // the whole block: no barrier reached
   const int64_t n0 = static_cast<int64_t>(block_index()) * kTileCols;
   for (int64_t r0 = 0; r0 < rows; r0 += kTileRows) {
     tile_product<kFp4>(x + first * in, rows, in, w[e], scale[e], out, y + first * out, r0, n0);

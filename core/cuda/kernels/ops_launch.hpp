@@ -51,14 +51,23 @@ cudaError_t launch_linear_fp8(const float* x, int64_t rows, int64_t in, const ui
 cudaError_t launch_linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w,
                               const uint8_t* w_scale, int64_t out, float* y, cudaStream_t stream);
 
-// Either product on tensor cores (linear_quantised_mma.cu), the same quantised values summed in
-// another order within each 128-input block; the launchers above use it from
-// kQuantisedMmaRows rows on.
-inline constexpr int64_t kQuantisedMmaRows = 16;
+// From this many rows on (a product's, or one expert's in a grouped product) the launchers hand
+// bf16, FP8 and FP4 products to the tensor-core kernels below; fewer rows stay decode-shaped.
+inline constexpr int64_t kTensorCoreRows = 16;
+// The bf16 product on tensor cores (linear_bf16_mma.cu): x split into three bf16 parts.
+cudaError_t launch_linear_bf16_mma(const float* x, int64_t rows, int64_t in, const uint16_t* w,
+                                   int64_t out, float* y, cudaStream_t stream);
+// Its grouped form for the experts with kTensorCoreRows rows or more (launch_grouped_dense
+// launches it beside the decode-shaped kernel, which takes the others).
+cudaError_t launch_grouped_bf16_mma(const float* x, int64_t in, const uint16_t* const* w,
+                                    int64_t experts, const int64_t* offsets, int64_t out, float* y,
+                                    cudaStream_t stream);
+// Either quantised product on tensor cores (linear_quantised_mma.cu), the same quantised values
+// summed in another order within each 128-input block.
 cudaError_t launch_linear_quantised_mma(bool fp4, const float* x, int64_t rows, int64_t in,
                                         const uint8_t* w, const uint8_t* w_scale, int64_t out,
                                         float* y, cudaStream_t stream);
-// The grouped expert product on tensor cores for the experts with kQuantisedMmaRows rows or more
+// The grouped expert product on tensor cores for the experts with kTensorCoreRows rows or more
 // (launch_grouped_linear launches it beside the decode-shaped kernel, which takes the others).
 cudaError_t launch_grouped_quantised_mma(bool fp4, const float* x, int64_t in,
                                          const uint8_t* const* w, const uint8_t* const* scale,
