@@ -12,6 +12,7 @@
 // bf16: 144 bytes, so the 8 rows an ldmatrix reads fall in different banks), then multiplies its
 // 16 rows by the 64 outputs: 4 k-steps x 8 n-tiles x 3 parts of mma.
 #include "device_primitives.cuh"
+#include "mma_tile.cuh"
 #include "ops_launch.hpp"
 
 namespace tessera::kernels {
@@ -82,16 +83,7 @@ TS_DEVICE void tile_product(const float* x, int64_t rows, int64_t in, const uint
     }
     sync_block();  // the tiles are rewritten for the next chunk
   }
-  // Accumulator (row lane/4 (+8), outputs 2 (lane % 4) + {0, 1}).
-  for (int j = 0; j < 8; ++j) {
-    const int64_t col = n0 + j * 8 + 2 * (lane & 3);
-    for (int half = 0; half < 2; ++half) {
-      const int64_t row = r0 + warp * 16 + (lane >> 2) + half * 8;
-      if (row >= rows) continue;
-      if (col < out) y[row * out + col] = acc[j][2 * half];
-      if (col + 1 < out) y[row * out + col + 1] = acc[j][2 * half + 1];
-    }
-  }
+  store_warp_tile(acc, r0 + warp * 16, n0, lane, rows, out, y);
 }
 
 // Block (bx, by): outputs [bx * 64, ..), rows [by * 64, ..).
