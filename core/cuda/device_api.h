@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TS_CUDA_DEVICE_API_VERSION 4
+#define TS_CUDA_DEVICE_API_VERSION 5
 #define TS_CUDA_DEVICE_ENTRY_SYMBOL "tessera_cuda_device_entry"
 
 typedef struct ts_cuda_device_info {
@@ -138,6 +138,12 @@ typedef struct ts_cuda_device_api {
   ts_status (*grouped_linear)(int32_t ordinal, void* stream, int32_t format, const float* x,
                               int64_t in, const void* const* weights, const uint8_t* const* scales,
                               int64_t experts, const int64_t* offsets, int64_t out, float* y);
+
+  /* Version 5: fp32 <-> bf16 (round to nearest even; widening is exact), for bf16 collectives. */
+  ts_status (*round_to_bf16)(int32_t ordinal, void* stream, const float* x, int64_t count,
+                             uint16_t* out);
+  ts_status (*widen_bf16)(int32_t ordinal, void* stream, const uint16_t* in, int64_t count,
+                          float* y);
 } ts_cuda_device_api;
 
 typedef const ts_cuda_device_api* (*ts_cuda_device_entry_fn)(void);

@@ -406,6 +406,19 @@ ts_status swap_outer_axes(int32_t ordinal, void* stream, const float* x, int64_t
                      "swap_outer_axes");
 }
 
+ts_status round_to_bf16(int32_t ordinal, void* stream, const float* x, int64_t count,
+                        uint16_t* out) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_round_to_bf16(x, count, out, as_stream(stream)),
+                     "round_to_bf16");
+}
+
+ts_status widen_bf16(int32_t ordinal, void* stream, const uint16_t* in, int64_t count, float* y) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_widen_bf16(in, count, y, as_stream(stream)),
+                     "widen_bf16");
+}
+
 const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  TS_CUDA_DEVICE_API_VERSION,
                                  device_count,
@@ -447,7 +460,9 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  timing_event_create,
                                  event_elapsed_ms,
                                  moe_group,
-                                 grouped_linear};
+                                 grouped_linear,
+                                 round_to_bf16,
+                                 widen_bf16};
 
 }  // namespace
 

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TS_CUDA_NCCL_API_VERSION 1
+#define TS_CUDA_NCCL_API_VERSION 2
 #define TS_CUDA_NCCL_ENTRY_SYMBOL "tessera_cuda_nccl_entry"
 #define TS_NCCL_UNIQUE_ID_BYTES 128
 
@@ -48,6 +48,8 @@ typedef struct ts_cuda_nccl_api {
   ts_status (*synchronize)(ts_nccl_comm* comm, void* stream);
   /* Returns when every rank has called it (a one-float all-reduce, then synchronize). */
   ts_status (*barrier)(ts_nccl_comm* comm, void* stream);
+  /* Version 2: the sum of bf16 values (uint16_t bits), in place. */
+  ts_status (*all_reduce_sum_bf16)(ts_nccl_comm* comm, uint16_t* data, size_t count, void* stream);
 } ts_cuda_nccl_api;
 
 typedef const ts_cuda_nccl_api* (*ts_cuda_nccl_entry_fn)(void);

@@ -104,6 +104,9 @@ class NcclStreamCommunicator final : public device::DeviceCommunicator {
   void all_reduce_sum(float* data, size_t count, const device::Stream& stream) override {
     check(api_.all_reduce_sum_f32(comm_, data, count, stream.handle()), "all_reduce");
   }
+  void all_reduce_sum_bf16(uint16_t* data, size_t count, const device::Stream& stream) override {
+    check(api_.all_reduce_sum_bf16(comm_, data, count, stream.handle()), "all_reduce (bf16)");
+  }
   void all_gather(const float* send, size_t count, float* recv,
                   const device::Stream& stream) override {
     check(api_.all_gather_f32(comm_, send, count, recv, stream.handle()), "all_gather");

@@ -120,6 +120,15 @@ ts_status all_reduce_sum_f32(ts_nccl_comm* comm, float* data, size_t count, void
   });
 }
 
+ts_status all_reduce_sum_bf16(ts_nccl_comm* comm, uint16_t* data, size_t count, void* stream) {
+  return guarded([&]() -> ts_status {
+    if (comm == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "comm is null");
+    return nccl_status(ncclAllReduce(data, data, count, ncclBfloat16, ncclSum, comm->comm,
+                                     static_cast<cudaStream_t>(stream)),
+                       "ncclAllReduce (bf16)");
+  });
+}
+
 ts_status all_gather_f32(ts_nccl_comm* comm, const float* send, size_t count, float* recv,
                          void* stream) {
   return guarded([&]() -> ts_status {
@@ -171,6 +180,7 @@ ts_status init_rank(int32_t, int32_t, const uint8_t*, int32_t, ts_nccl_comm**) {
 ts_status destroy(ts_nccl_comm*) { return ok(); }
 ts_status abort_comm(ts_nccl_comm*) { return ok(); }
 ts_status all_reduce_sum_f32(ts_nccl_comm*, float*, size_t, void*) { return missing(); }
+ts_status all_reduce_sum_bf16(ts_nccl_comm*, uint16_t*, size_t, void*) { return missing(); }
 ts_status all_gather_f32(ts_nccl_comm*, const float*, size_t, float*, void*) { return missing(); }
 ts_status broadcast(ts_nccl_comm*, void*, size_t, int32_t, void*) { return missing(); }
 ts_status synchronize(ts_nccl_comm*, void*) { return missing(); }
@@ -189,7 +199,8 @@ const ts_cuda_nccl_api kApi{sizeof(ts_cuda_nccl_api),
                             all_gather_f32,
                             broadcast,
                             synchronize,
-                            barrier};
+                            barrier,
+                            all_reduce_sum_bf16};
 
 }  // namespace
 

@@ -22,6 +22,8 @@
 #include "executor/host_memory_communicator.hpp"
 #include "ops/tree_sum.hpp"
 #include "util/check.hpp"
+#include "weights/numeric_encoding.hpp"
+#include "weights/numeric_formats.hpp"
 
 namespace tessera {
 namespace {
@@ -134,6 +136,45 @@ TEST_P(Ranks, CollectivesAreOrderedOnTheStreamAndAgreeOnEveryRank) {
       EXPECT_EQ(reduced[static_cast<size_t>(r)], want) << "rank " << r << " of " << ranks;
       EXPECT_EQ(gathered[static_cast<size_t>(r)], want_gather) << "rank " << r << " of " << ranks;
     }
+  }
+}
+
+// collective_dtype = "bf16": each rank's part rounded to bf16 on its device, the bf16 values
+// summed (the host-memory communicator: widened, in all_reduce_sum's fp32 order, rounded once;
+// NCCL: its bf16 ring, one rank here) and widened back. Every rank gets the same bits.
+TEST_P(Ranks, Bf16AllReduceRoundsEachPartAndTheSum) {
+  const size_t n = 777;
+  for (int size : {1, 2, 4}) {
+    std::vector<std::vector<float>> reduced(static_cast<size_t>(size));
+    run(size, [&](DeviceCommunicator& comm, Device& dev, const Stream& s) {
+      const std::vector<float> v = rank_values(comm.rank(), n);
+      device::DeviceBuffer d = dev.allocate(n * sizeof(float));
+      device::DeviceBuffer wire = dev.allocate(n * sizeof(uint16_t));
+      dev.copy(d.data(), v.data(), n * sizeof(float), CopyKind::kHostToDevice, s);
+      const auto count = static_cast<int64_t>(n);
+      dev.ops().round_to_bf16(s, d.as<float>(), count, wire.as<uint16_t>());
+      comm.all_reduce_sum_bf16(wire.as<uint16_t>(), n, s);
+      dev.ops().widen_bf16(s, wire.as<uint16_t>(), count, d.as<float>());
+      std::vector<float>& out = reduced[static_cast<size_t>(comm.rank())];
+      out.resize(n);
+      dev.copy(out.data(), d.data(), n * sizeof(float), CopyKind::kDeviceToHost, s);
+      dev.synchronize(s);
+    });
+    if (IsSkipped()) return;
+    for (const std::string& e : rank_errors) ASSERT_EQ(e, "") << size << " ranks";
+    const int ranks = static_cast<int>(rank_errors.size());
+    std::vector<std::vector<float>> rounded;
+    for (int r = 0; r < ranks; ++r) {
+      rounded.push_back(rank_values(r, n));
+      for (float& x : rounded.back()) x = weights::bf16_to_f32(weights::f32_to_bf16(x));
+    }
+    std::vector<const float*> parts;
+    for (const auto& p : rounded) parts.push_back(p.data());
+    std::vector<float> want(n);
+    ops::tree_sum(parts, static_cast<int64_t>(n), want.data());
+    for (float& x : want) x = weights::bf16_to_f32(weights::f32_to_bf16(x));
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(reduced[static_cast<size_t>(r)], want) << "rank " << r << " of " << ranks;
   }
 }
 

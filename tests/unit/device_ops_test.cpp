@@ -196,6 +196,44 @@ TEST_P(BackendOps, ScaleAndSwapOuterAxes) {
                [](size_t) { return 0.0; });
 }
 
+// The bf16 collectives' casts: round to nearest even (ties both ways, NaN, infinities, the
+// largest values), then widening: bit for bit the cpu backend's.
+TEST_P(BackendOps, Bf16RoundingAndWidening) {
+  Device& dev = *backend().device;
+  const Stream s = dev.create_stream();
+  std::vector<float> x = random_floats(5000, 52, 100.0f);
+  const float specials[] = {
+      1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f, -(1.0f + 0x1p-8f),  // ties
+      3.3895314e38f,  -__builtin_inff(),        __builtin_inff(),  __builtin_nanf(""), 1e-40f,
+      -0.0f};
+  std::copy(std::begin(specials), std::end(specials), x.begin());
+  const auto n = static_cast<int64_t>(x.size());
+  DeviceBuffer dx = upload(dev, s, x), dh = dev.allocate(x.size() * sizeof(uint16_t));
+  DeviceBuffer dy = dev.allocate(x.size() * sizeof(float));
+  dev.ops().round_to_bf16(s, dx.as<float>(), n, dh.as<uint16_t>());
+  dev.ops().widen_bf16(s, dh.as<uint16_t>(), n, dy.as<float>());
+  std::vector<uint16_t> want(x.size());
+  std::vector<float> widened(x.size());
+  cpu().ops().round_to_bf16(cpu().create_stream(), x.data(), n, want.data());
+  cpu().ops().widen_bf16(cpu().create_stream(), want.data(), n, widened.data());
+  EXPECT_EQ(want[0], 0x3F80);  // 1 + 2^-8: the tie goes to the even 1.0
+  EXPECT_EQ(want[1], 0x3F82);  // 1 + 2^-7 + 2^-8: to the even 1 + 2^-6
+  const std::vector<uint16_t> bits = download<uint16_t>(dev, s, dh, x.size());
+  const std::vector<float> got = download<float>(dev, s, dy, x.size());
+  auto is_nan = [](uint16_t h) { return (h & 0x7F80) == 0x7F80 && (h & 0x7F) != 0; };
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (is_nan(want[i])) {  // any NaN (a GPU gives its canonical one)
+      ASSERT_TRUE(is_nan(bits[i]) && std::isnan(got[i])) << "value " << i << ": " << bits[i];
+      continue;
+    }
+    ASSERT_EQ(bits[i], want[i]) << "value " << i << " = " << x[i];
+    uint32_t a, b;
+    std::memcpy(&a, &got[i], 4);
+    std::memcpy(&b, &widened[i], 4);
+    ASSERT_EQ(a, b) << "widened value " << i;
+  }
+}
+
 void check_rope(Device& dev, int64_t tokens, int64_t heads, int64_t width, int64_t rope_dim,
                 bool inverse, uint32_t seed) {
   const Stream s = dev.create_stream();

@@ -35,14 +35,19 @@ namespace {
 // Summation order differs between TP 1 and TP N (shares summed, then all-reduced): the same
 // tolerance as the CPU ranks' (tp_equivalence_test), while a sharding bug moves logits by > 1e-2.
 constexpr double kTpTolerance = 1e-4;
+// bf16 collectives round every block output to bf16 (2^-9 relative) twice per layer: measured
+// on tiny-b at TP 2, max |dlogit| 0.042 against TP 1 (fp32 collectives: 2.9e-6).
+constexpr double kBf16CollectiveTolerance = 0.1;
 
-RuntimeOptions device_options(const std::filesystem::path& model_dir, int tp, bool ep = false) {
+RuntimeOptions device_options(const std::filesystem::path& model_dir, int tp, bool ep = false,
+                              bool bf16_collectives = false) {
   RuntimeOptions o = engine_test::runtime_options(0.02, 16, R"({"storage":"fp32"})");
   o.model_dir = model_dir;
   o.device = "cuda";
   o.cuda_module = "emulated";
   o.tensor_parallel = tp;
   o.expert_parallel = ep;
+  o.bf16_collectives = bf16_collectives;
   return o;
 }
 
@@ -52,8 +57,9 @@ struct StepLogits {
 };
 
 // Two sequences: prompts in chunks, then decode steps feeding back each argmax.
-StepLogits run_steps(const std::filesystem::path& fixture, int tp, int steps, bool ep = false) {
-  Runtime rt(device_options(fixture, tp, ep));
+StepLogits run_steps(const std::filesystem::path& fixture, int tp, int steps, bool ep = false,
+                     bool bf16_collectives = false) {
+  Runtime rt(device_options(fixture, tp, ep, bf16_collectives));
   Executor ex(rt, tp, 2);
   const int64_t vocab = rt.model_config().vocab_size;
   const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 24),
@@ -223,6 +229,25 @@ TEST(DeviceExpertParallel, TwoRanksOfWholeExpertsMatchOneRankAndTensorParallel) 
   std::printf("device EP=2 vs TP=1 (FP8 / FP4 checkpoint, emulated): max |dlogit| = %.3g\n", q);
   EXPECT_LE(q, 1e-3);
   EXPECT_EQ(q_ep.greedy, q_one.greedy);
+}
+
+// collective_dtype = "bf16": the two all-reduces per layer exchange bf16 values (each rank's
+// part and the sum rounded, 2^-9 relative each), the logits' all-gather stays fp32. One rank has
+// no collective and gives TP 1's bits; two ranks stay near TP 1 with the same greedy tokens,
+// and further from it than fp32 collectives (the bf16 path is really taken).
+TEST(DeviceTensorParallel, Bf16CollectivesStayNearFp32Ones) {
+  const auto tiny_b = engine_test::fixture_dir("tiny-b");
+  const StepLogits one = run_steps(tiny_b, 1, 3);
+  EXPECT_EQ(max_difference(one, run_steps(tiny_b, 1, 3, false, true)), 0.0);
+  const StepLogits fp32 = run_steps(tiny_b, 2, 3), bf16 = run_steps(tiny_b, 2, 3, false, true);
+  const double d_fp32 = max_difference(one, fp32), d_bf16 = max_difference(one, bf16);
+  std::printf(
+      "device TP=2 vs TP=1 (tiny-b, emulated): fp32 collectives max |dlogit| %.3g, bf16 "
+      "collectives %.3g\n",
+      d_fp32, d_bf16);
+  EXPECT_LE(d_bf16, kBf16CollectiveTolerance);
+  EXPECT_GT(d_bf16, 10 * d_fp32);
+  EXPECT_EQ(bf16.greedy, one.greedy);
 }
 
 TEST(DeviceExpertParallel, ARankHoldsItsWholeExpertsOnly) {

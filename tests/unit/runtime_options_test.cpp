@@ -94,6 +94,20 @@ TEST(RuntimeOptions, CudaDeviceTakesTensorParallelismAndRefusesBf16Activations) 
 
 // moe_split = "ep" gives each device rank whole routed experts; the CPU ranks cut experts by
 // tensor parallelism only, so there it is refused with the key's location.
+// collective_dtype = "bf16" rounds the device ranks' all-reduces; the CPU ranks sum in fp32,
+// so there it is refused with the key's location.
+TEST(RuntimeOptions, Bf16CollectivesNeedACudaDevice) {
+  EXPECT_FALSE(RuntimeOptions::from_config(config_with("")).bf16_collectives);  // fp32 by default
+  const RuntimeOptions bf16 = RuntimeOptions::from_config(config_with(
+      "", "[executor]\ndevice = \"cuda\"\ncollective_dtype = \"bf16\"\ntensor_parallel = 2\n"));
+  EXPECT_TRUE(bf16.bf16_collectives);
+  const std::string why =
+      refusal(config_with("", "[executor]\ncollective_dtype = \"bf16\"\ntensor_parallel = 2\n"));
+  EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("collective_dtype = \"bf16\" is for device = \"cuda\""), std::string::npos)
+      << why;
+}
+
 TEST(RuntimeOptions, ExpertParallelismNeedsACudaDevice) {
   EXPECT_FALSE(RuntimeOptions::from_config(config_with("")).expert_parallel);  // "tp" by default
   const RuntimeOptions ep = RuntimeOptions::from_config(

@@ -144,5 +144,8 @@ cudaError_t launch_scale(float* x, int64_t count, float s, cudaStream_t stream);
 // out[b, a, c] = x[a, b, c]: x [A, B, C] to out [B, A, C] (elementwise.cu); out must not overlap x.
 cudaError_t launch_swap_outer_axes(const float* x, int64_t A, int64_t B, int64_t C, float* out,
                                    cudaStream_t stream);
+// out[i] = bf16(x[i]) rounded to nearest even; y[i] = in[i] widened (elementwise.cu).
+cudaError_t launch_round_to_bf16(const float* x, int64_t count, uint16_t* out, cudaStream_t stream);
+cudaError_t launch_widen_bf16(const uint16_t* in, int64_t count, float* y, cudaStream_t stream);
 
 }  // namespace tessera::kernels

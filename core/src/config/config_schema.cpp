@@ -146,6 +146,12 @@ const std::vector<KeySpec>& keys() {
              "width between the ranks, \"ep\" gives each rank whole experts (E / "
              "tensor_parallel of them; tokens are replicated, so no all-to-all). device = "
              "\"cuda\" only (docs/engine.md)."),
+      choice("executor", "collective_dtype", TS_CONFIG_FIELD(executor.collective_dtype), "fp32",
+             {"fp32", "bf16"},
+             "The values the device ranks' two all-reduces per layer (after wo_b and after the "
+             "MoE) exchange: \"bf16\" halves their bytes and rounds each rank's part and the "
+             "sum to bf16; the vocabulary all-gather stays fp32. device = \"cuda\" only "
+             "(docs/engine.md)."),
       // [kv_cache]
       text("kv_cache", "plugin", TS_CONFIG_FIELD(kv_cache.plugin), std::string_view("bf16"),
            "KV-cache format plugin: \"bf16\", \"fp8\" or any installed format."),

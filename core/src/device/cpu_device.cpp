@@ -20,6 +20,8 @@
 #include "ops/swiglu.hpp"
 #include "tessera/plugin_abi.h"
 #include "util/check.hpp"
+#include "weights/numeric_encoding.hpp"
+#include "weights/numeric_formats.hpp"
 
 namespace tessera::device {
 namespace {
@@ -201,7 +203,7 @@ void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, cons
 void CpuOps::rms_norm_bf16(const Stream& stream, float* x, int64_t rows, int64_t width,
                            const uint16_t* weight, float eps) const {
   std::vector<float> widened(static_cast<size_t>(width));
-  for (int64_t i = 0; i < width; ++i) widened[i] = widen_bf16(weight[i]);
+  for (int64_t i = 0; i < width; ++i) widened[i] = device::widen_bf16(weight[i]);
   rms_norm(stream, x, rows, width, widened.data(), eps);
 }
 
@@ -214,7 +216,7 @@ void CpuOps::embed_bf16(const Stream&, const uint16_t* table, int64_t width, con
   for (int64_t t = 0; t < rows; ++t)
     for (int64_t c = 0; c < copies; ++c)
       for (int64_t i = 0; i < width; ++i)
-        out[(t * copies + c) * width + i] = widen_bf16(table[ids[t] * width + i]);
+        out[(t * copies + c) * width + i] = device::widen_bf16(table[ids[t] * width + i]);
 }
 
 void CpuOps::linear_bf16(const Stream&, const float* x, int64_t rows, int64_t in, const uint16_t* w,
@@ -245,6 +247,14 @@ void CpuOps::swap_outer_axes(const Stream&, const float* x, int64_t A, int64_t B
                              float* out) const {
   for (int64_t a = 0; a < A; ++a)
     for (int64_t b = 0; b < B; ++b) std::copy_n(x + (a * B + b) * C, C, out + (b * A + a) * C);
+}
+
+void CpuOps::round_to_bf16(const Stream&, const float* x, int64_t count, uint16_t* out) const {
+  for (int64_t i = 0; i < count; ++i) out[i] = weights::f32_to_bf16(x[i]);
+}
+
+void CpuOps::widen_bf16(const Stream&, const uint16_t* in, int64_t count, float* y) const {
+  for (int64_t i = 0; i < count; ++i) y[i] = weights::bf16_to_f32(in[i]);
 }
 
 // The rotation of ops::RopeTable::apply, per token at its own position.

@@ -167,6 +167,16 @@ void ModuleOps::swap_outer_axes(const Stream& stream, const float* x, int64_t A,
   check_op(api_.swap_outer_axes(ordinal_, stream.handle(), x, A, B, C, out), "swap_outer_axes");
 }
 
+void ModuleOps::round_to_bf16(const Stream& stream, const float* x, int64_t count,
+                              uint16_t* out) const {
+  check_op(api_.round_to_bf16(ordinal_, stream.handle(), x, count, out), "round_to_bf16");
+}
+
+void ModuleOps::widen_bf16(const Stream& stream, const uint16_t* in, int64_t count,
+                           float* y) const {
+  check_op(api_.widen_bf16(ordinal_, stream.handle(), in, count, y), "widen_bf16");
+}
+
 CudaDevice::CudaDevice(const ts_cuda_device_api& api, int32_t ordinal, std::string module_path)
     : api_(api), ordinal_(ordinal), module_path_(std::move(module_path)), ops_(api, ordinal) {
   int32_t count = 0;

@@ -62,6 +62,9 @@ class ModuleOps final : public DeviceOps {
   void scale(const Stream& stream, float* x, int64_t count, float s) const override;
   void swap_outer_axes(const Stream& stream, const float* x, int64_t A, int64_t B, int64_t C,
                        float* out) const override;
+  void round_to_bf16(const Stream& stream, const float* x, int64_t count,
+                     uint16_t* out) const override;
+  void widen_bf16(const Stream& stream, const uint16_t* in, int64_t count, float* y) const override;
 
  private:
   const ts_cuda_device_api& api_;

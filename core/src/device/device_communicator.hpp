@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "device/device.hpp"
 
@@ -31,6 +32,10 @@ class DeviceCommunicator {
 
   // data[i] = sum over ranks of data[i], in place, on every rank.
   virtual void all_reduce_sum(float* data, size_t count, const Stream& stream) = 0;
+  // The same over bf16 values (half the bytes on the wire): the sum rounded to bf16. NCCL adds
+  // in fp32 and rounds to bf16 after each step of its ring; the host-memory communicator widens
+  // every rank's values, sums them in the fp32 order of all_reduce_sum and rounds once.
+  virtual void all_reduce_sum_bf16(uint16_t* data, size_t count, const Stream& stream) = 0;
   // recv[r * count + i] = rank r's send[i]; recv holds size() * count floats.
   virtual void all_gather(const float* send, size_t count, float* recv, const Stream& stream) = 0;
   virtual void abort_group(const char* reason) = 0;

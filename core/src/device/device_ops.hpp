@@ -116,6 +116,12 @@ class DeviceOps {
   // out[b, a, c] = x[a, b, c]: x [A, B, C] to out [B, A, C]; out does not overlap x.
   virtual void swap_outer_axes(const Stream& stream, const float* x, int64_t A, int64_t B,
                                int64_t C, float* out) const = 0;
+  // out[i] = bf16(x[i]), round to nearest even; y[i] = in[i] widened to fp32 (exact). The bf16
+  // collectives' casts (model/device_model.cpp).
+  virtual void round_to_bf16(const Stream& stream, const float* x, int64_t count,
+                             uint16_t* out) const = 0;
+  virtual void widen_bf16(const Stream& stream, const uint16_t* in, int64_t count,
+                          float* y) const = 0;
 };
 
 }  // namespace tessera::device

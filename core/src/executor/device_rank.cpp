@@ -19,6 +19,7 @@ DeviceRank::DeviceRank(Runtime& runtime, HostCommGroup& group, int rank, int ran
   model_ = std::make_unique<dsv4::DeviceModel>(runtime.model_config(), view_, *runtime.device(),
                                                stream_, *kv_.format, kv_.attention, *kv_.pools);
   model_->set_share(ranks, comm_.get());
+  model_->set_bf16_collectives(runtime.options().bf16_collectives);
 }
 
 }  // namespace tessera

@@ -1,6 +1,10 @@
 #include "executor/host_memory_communicator.hpp"
 
+#include <vector>
+
 #include "util/check.hpp"
+#include "weights/numeric_encoding.hpp"
+#include "weights/numeric_formats.hpp"
 
 namespace tessera {
 namespace {
@@ -18,6 +22,13 @@ class HostMemoryCommunicator final : public device::DeviceCommunicator {
     device_.synchronize(stream);
     host_.all_reduce_sum(data, count);
   }
+  void all_reduce_sum_bf16(uint16_t* data, size_t count, const device::Stream& stream) override {
+    device_.synchronize(stream);
+    wide_.resize(count);
+    for (size_t i = 0; i < count; ++i) wide_[i] = weights::bf16_to_f32(data[i]);
+    host_.all_reduce_sum(wide_.data(), count);
+    for (size_t i = 0; i < count; ++i) data[i] = weights::f32_to_bf16(wide_[i]);
+  }
   void all_gather(const float* send, size_t count, float* recv,
                   const device::Stream& stream) override {
     device_.synchronize(stream);
@@ -28,6 +39,7 @@ class HostMemoryCommunicator final : public device::DeviceCommunicator {
  private:
   Communicator& host_;
   device::Device& device_;
+  std::vector<float> wide_;  // all_reduce_sum_bf16's fp32 copy, reused across calls
 };
 
 }  // namespace

@@ -112,7 +112,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     device_attention_forward(ctx, l, layer.attn, rope_[static_cast<size_t>(l)],
                              inv_freq_[static_cast<size_t>(l)].as<float>(), x, block_out, st);
     if (comm_ != nullptr) {  // sum over the wo_b shards
-      comm_->all_reduce_sum(block_out, static_cast<size_t>(T * D), stream_);
+      all_reduce_block(block_out, T * D);
       ctx.mark("collectives");
     }
     ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
@@ -123,7 +123,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     ctx.mark("mHC + norms");
     device_moe_forward(ctx, l, layer.ffn, x, block_out);
     if (comm_ != nullptr) {  // sum over the expert shards
-      comm_->all_reduce_sum(block_out, static_cast<size_t>(T * D), stream_);
+      all_reduce_block(block_out, T * D);
       ctx.mark("collectives");
     }
     ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
@@ -187,6 +187,18 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   device_.synchronize(stream_);
   check_routing(config_, failures, batch);
   return logits;
+}
+
+void DeviceModel::all_reduce_block(float* block_out, int64_t count) {
+  if (!bf16_collectives_) {
+    comm_->all_reduce_sum(block_out, static_cast<size_t>(count), stream_);
+    return;
+  }
+  auto* wire = scratch_.get<uint16_t>("collective.bf16", count);
+  const device::DeviceOps& ops = device_.ops();
+  ops.round_to_bf16(stream_, block_out, count, wire);
+  comm_->all_reduce_sum_bf16(wire, static_cast<size_t>(count), stream_);
+  ops.widen_bf16(stream_, wire, count, block_out);
 }
 
 }  // namespace tessera::dsv4

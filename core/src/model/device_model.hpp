@@ -49,12 +49,18 @@ class DeviceModel final : public ForwardModel {
     ranks_ = ranks;
     comm_ = comm != nullptr && comm->size() > 1 ? comm : nullptr;
   }
+  // executor.collective_dtype = "bf16": the two all-reduces per layer exchange bf16 values (each
+  // rank's part rounded, the sum rounded: half the bytes); the vocabulary all-gather stays fp32.
+  void set_bf16_collectives(bool on) { bf16_collectives_ = on; }
 
   const ModelConfig& config() const { return config_; }
   // Device bytes of the step buffers (activations, workspaces) now held.
   [[nodiscard]] size_t scratch_bytes() const { return scratch_.total_bytes(); }
 
  private:
+  // The all-reduce of a block's output [count] over the ranks' parts, in fp32 or bf16.
+  void all_reduce_block(float* block_out, int64_t count);
+
   const ModelConfig& config_;
   const DeviceModelView& weights_;
   device::Device& device_;
@@ -64,6 +70,7 @@ class DeviceModel final : public ForwardModel {
   KvPools& pools_;
   int ranks_ = 1;
   device::DeviceCommunicator* comm_ = nullptr;
+  bool bf16_collectives_ = false;
   device::Scratch scratch_;
   std::vector<ops::RopeTable> rope_;            // per layer (host: the compressors)
   std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the device's copy

@@ -130,6 +130,7 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
   auto model = std::make_unique<dsv4::DeviceModel>(model_config_, *on_device_->view, device,
                                                    stream_, *kv_.format, kv_.attention, *kv_.pools);
   model->set_share(std::max(1, options_.tensor_parallel), nullptr);
+  model->set_bf16_collectives(options_.bf16_collectives);
   device_model_ = model.get();
   model_ = std::move(model);
   log_summary();

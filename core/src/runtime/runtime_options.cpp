@@ -42,6 +42,11 @@ void copy_values(const Config& config, RuntimeOptions& o) {
   o.cuda_module = config.executor.cuda_module;
   o.tensor_parallel = static_cast<int>(config.executor.tensor_parallel);
   o.expert_parallel = config.executor.moe_split == "ep";
+  o.bf16_collectives = config.executor.collective_dtype == "bf16";
+  TS_CHECK(!o.bf16_collectives || o.device == "cuda",
+           "{}: collective_dtype = \"bf16\" is for device = \"cuda\" ranks (a GPU or the "
+           "emulator); the CPU ranks sum in fp32: use collective_dtype = \"fp32\"",
+           config.location_of("executor.collective_dtype").to_string());
   // The same configuration on the SIMT emulator (CI, machines without a GPU): the environment
   // names the module instead of the file, and the log says so.
   if (const char* env = std::getenv("TESSERA_CUDA_MODULE"); env != nullptr && *env != '\0') {

@@ -46,6 +46,9 @@ struct RuntimeOptions {
   // executor.moe_split = "ep": each device rank holds E / tensor_parallel whole routed experts
   // (model/device_shard.hpp); "tp" cuts every expert's width.
   bool expert_parallel{};
+  // executor.collective_dtype = "bf16": the device ranks' all-reduces exchange bf16 values
+  // (model/device_model.cpp); "fp32" by default.
+  bool bf16_collectives{};
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
   // working directory, then against the config file's directory. Throws Error, with the key's
