@@ -3,13 +3,15 @@
 //   cpu       the host-memory communicator on the cpu backend, 1, 2, 3 and 4 ranks;
 //   emulated  the host-memory communicator on the SIMT emulator, each rank its own stream;
 //   nccl      NcclStreamCommunicator on a GPU: one rank (NCCL takes one rank per GPU; several
-//             GPUs are not lent here), skipped without a GPU or without the CUDA module.
+//             GPUs are not lent here), skipped without a GPU or without the CUDA module, unless
+//             TESSERA_REQUIRE_GPU=1 (the device check, tools/gpu/check.sh): then that fails.
 // Checks: a collective sees the work enqueued before it on the rank's stream and the work
 // enqueued after it sees its result; all-reduce gives every rank the same bits, the pairwise tree
 // of the ranks' values (ops/tree_sum.hpp); all-gather; a rank that aborts wakes the others, whose
 // collectives throw instead of waiting forever.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -33,7 +35,18 @@ using device::Device;
 using device::DeviceCommunicator;
 using device::Stream;
 
-const std::string kModule = std::string(TESSERA_BINARY_DIR) + "/libtessera_cuda.so";
+// The GPU's device module where open_device finds it (beside the binary in a bundle, else the
+// build's), or "" when there is none.
+std::string native_module() {
+  for (const std::string& path : device::cuda_module_candidates("native"))
+    if (std::filesystem::exists(path)) return path;
+  return "";
+}
+
+bool gpu_required() {
+  const char* v = std::getenv("TESSERA_REQUIRE_GPU");
+  return v != nullptr && std::string(v) == "1";
+}
 
 // One rank's view: its device, its stream and its communicator.
 using RankFn = std::function<void(DeviceCommunicator&, Device&, const Stream&)>;
@@ -67,15 +80,20 @@ class Ranks : public ::testing::TestWithParam<std::string> {
   }
 
   void run_nccl(int size, const RankFn& fn) {
-    if (!std::filesystem::exists(kModule)) GTEST_SKIP() << "built without TESSERA_CUDA";
+    const std::string module = native_module();
+    if (module.empty()) {
+      if (gpu_required()) FAIL() << "TESSERA_REQUIRE_GPU=1 but no libtessera_cuda.so was found";
+      GTEST_SKIP() << "built without TESSERA_CUDA";
+    }
     if (size > 1) GTEST_SKIP() << "NCCL takes one rank per GPU; one GPU at most is lent here";
     std::unique_ptr<Device> dev;
     try {
       dev = device::open_device({"cuda", 0, "native"});
     } catch (const std::exception& e) {
+      if (gpu_required()) FAIL() << "TESSERA_REQUIRE_GPU=1 but no CUDA device: " << e.what();
       GTEST_SKIP() << "no CUDA device: " << e.what();
     }
-    const ts_cuda_nccl_api& api = cuda::NcclCommunicator::load_api(kModule);
+    const ts_cuda_nccl_api& api = cuda::NcclCommunicator::load_api(module);
     const Stream stream = dev->create_stream();
     cuda::NcclStreamCommunicator comm(api, 0, 1, 0, cuda::NcclCommunicator::unique_id(api));
     fn(comm, *dev, stream);
@@ -117,7 +135,7 @@ TEST_P(Ranks, CollectivesAreOrderedOnTheStreamAndAgreeOnEveryRank) {
       dev.copy(got.data(), all.data(), got.size() * sizeof(float), CopyKind::kDeviceToHost, s);
       dev.synchronize(s);
     });
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     for (const std::string& e : rank_errors) ASSERT_EQ(e, "") << size << " ranks";
     const int ranks = static_cast<int>(rank_errors.size());
     std::vector<std::vector<float>> doubled;
@@ -160,7 +178,7 @@ TEST_P(Ranks, Bf16AllReduceRoundsEachPartAndTheSum) {
       dev.copy(out.data(), d.data(), n * sizeof(float), CopyKind::kDeviceToHost, s);
       dev.synchronize(s);
     });
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     for (const std::string& e : rank_errors) ASSERT_EQ(e, "") << size << " ranks";
     const int ranks = static_cast<int>(rank_errors.size());
     std::vector<std::vector<float>> rounded;

@@ -44,6 +44,10 @@ for test in device_ops_test device_moe_ops_test; do
     run "$test (emulated)" "$bundle/tests/$test" --gtest_filter='Backends/*/emulated:GpuBackend.*'
   fi
 done
+if [ -x "$bundle/tests/device_communicator_test" ]; then
+  run "device_communicator_test (emulated)" "$bundle/tests/device_communicator_test" \
+    --gtest_filter='*/emulated'
+fi
 # The engine steps of the device check with the CPU engine (tools/gpu/engine_steps.sh): generate
 # on the shipped model, a reduced Flash-shaped checkpoint and `tessera bench device` on it.
 run "engine steps (cpu)" bash "$(dirname "$0")/engine_steps.sh" "$bundle" "$(mktemp -d)" cpu

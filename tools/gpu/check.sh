@@ -12,6 +12,7 @@
 # TESSERA_CUDA_ARCHS (default: the GPU's compute capability, 9.0 -> 90a).
 # TESSERA_BUNDLE: an unpacked bundle of the main build (tools/gpu/bundle.sh) whose tests/ holds
 # device_ops_test and device_moe_ops_test (every core/cuda kernel against the cpu backend),
+# device_communicator_test (NCCL with one rank),
 # kvcache_bf16_device_test, kvcache_fp8_device_test and attention_conformance_device_test (the
 # attention x kv matrix): they are run too.
 # Exit status: 0 all passed, 1 a step failed, 77 no CUDA device (build checked, nothing run).
@@ -109,6 +110,11 @@ if [ -n "$bundle_dir" ] && [ -x "$bundle_dir/tests/kvcache_bf16_device_test" ]; 
         "$bundle_dir/tests/$test" --gtest_filter='Backends/*/cuda:GpuBackend.*'
     fi
   done
+  # The device collectives through NCCL, one rank: fp32 and bf16 all-reduce, all-gather.
+  if [ -x "$bundle_dir/tests/device_communicator_test" ]; then
+    step "device_communicator_test (NCCL, one rank)" 60 "${bundle_env[@]}" TESSERA_REQUIRE_GPU=1 \
+      "$bundle_dir/tests/device_communicator_test" --gtest_filter='*/nccl'
+  fi
   step "kvcache_bf16_device_test" 60 "${bundle_env[@]}" "$bundle_dir/tests/kvcache_bf16_device_test" \
     "$bundle_dir/plugins/libtessera_kvcache_bf16.so"
   step "kvcache_fp8_device_test" 60 "${bundle_env[@]}" "$bundle_dir/tests/kvcache_fp8_device_test" \
