@@ -111,22 +111,23 @@ ts_status abort_comm(ts_nccl_comm* comm) {
   });
 }
 
-ts_status all_reduce_sum_f32(ts_nccl_comm* comm, float* data, size_t count, void* stream) {
+// In-place sum over the ranks of `count` values of `type`.
+ts_status all_reduce_sum(ts_nccl_comm* comm, void* data, size_t count, ncclDataType_t type,
+                         const char* what, void* stream) {
   return guarded([&]() -> ts_status {
     if (comm == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "comm is null");
-    return nccl_status(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm->comm,
+    return nccl_status(ncclAllReduce(data, data, count, type, ncclSum, comm->comm,
                                      static_cast<cudaStream_t>(stream)),
-                       "ncclAllReduce");
+                       what);
   });
 }
 
+ts_status all_reduce_sum_f32(ts_nccl_comm* comm, float* data, size_t count, void* stream) {
+  return all_reduce_sum(comm, data, count, ncclFloat32, "ncclAllReduce", stream);
+}
+
 ts_status all_reduce_sum_bf16(ts_nccl_comm* comm, uint16_t* data, size_t count, void* stream) {
-  return guarded([&]() -> ts_status {
-    if (comm == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "comm is null");
-    return nccl_status(ncclAllReduce(data, data, count, ncclBfloat16, ncclSum, comm->comm,
-                                     static_cast<cudaStream_t>(stream)),
-                       "ncclAllReduce (bf16)");
-  });
+  return all_reduce_sum(comm, data, count, ncclBfloat16, "ncclAllReduce (bf16)", stream);
 }
 
 ts_status all_gather_f32(ts_nccl_comm* comm, const float* send, size_t count, float* recv,

@@ -26,13 +26,6 @@
 namespace tessera::device {
 namespace {
 
-float widen_bf16(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
 // Row r of x quantised per 1x128 block as the FP8 layers take it: values decoded back to fp32
 // (exact) and one scale per block.
 void quantise_row(const float* x, int64_t in, std::vector<float>& q, std::vector<float>& scales) {
@@ -203,7 +196,7 @@ void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, cons
 void CpuOps::rms_norm_bf16(const Stream& stream, float* x, int64_t rows, int64_t width,
                            const uint16_t* weight, float eps) const {
   std::vector<float> widened(static_cast<size_t>(width));
-  for (int64_t i = 0; i < width; ++i) widened[i] = device::widen_bf16(weight[i]);
+  for (int64_t i = 0; i < width; ++i) widened[i] = weights::bf16_to_f32(weight[i]);
   rms_norm(stream, x, rows, width, widened.data(), eps);
 }
 
@@ -216,7 +209,7 @@ void CpuOps::embed_bf16(const Stream&, const uint16_t* table, int64_t width, con
   for (int64_t t = 0; t < rows; ++t)
     for (int64_t c = 0; c < copies; ++c)
       for (int64_t i = 0; i < width; ++i)
-        out[(t * copies + c) * width + i] = device::widen_bf16(table[ids[t] * width + i]);
+        out[(t * copies + c) * width + i] = weights::bf16_to_f32(table[ids[t] * width + i]);
 }
 
 void CpuOps::linear_bf16(const Stream&, const float* x, int64_t rows, int64_t in, const uint16_t* w,
