@@ -86,10 +86,21 @@ else
   fi
 fi
 
+# Cases left out here, each run by the main ctest: the threads and buffers they reach are reached
+# by the cases that stay.
+# - TensorParallel.IdenticalTokensForFiftyGreedyAndFiftySampledRequests: six engine runs of 100
+#   requests at TP 1, 2 and 4 (105 s of a 310 s ThreadSanitizer run), whose point is the tokens'
+#   equality; the engine's rank threads under load run in PrefixCacheAndPreemptionReplayOnEveryRank
+#   (TP 2) and the executor's at TP 4 in ReductionPartsMakeLogitsBitIdenticalAcrossRanks.
+declare -A skip=(
+  [tp_equivalence_test]=TensorParallel.IdenticalTokensForFiftyGreedyAndFiftySampledRequests)
+
 failed=()
 for t in "${tests[@]}"; do
   echo "$mode sanitizer: $t"
-  "${run[@]}" "$build/tests/$t" --gtest_brief=1 || failed+=("$t")
+  filter=()
+  if [ -n "${skip[$t]:-}" ]; then filter=("--gtest_filter=-${skip[$t]}"); fi
+  "${run[@]}" "$build/tests/$t" --gtest_brief=1 "${filter[@]}" || failed+=("$t")
 done
 # Not the tests of the SIMT emulator (label `emulator`): its fibers switch stacks, which the
 # sanitizers cannot follow (a TSan run faults at the first switch).
