@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TS_CUDA_DEVICE_API_VERSION 5
+#define TS_CUDA_DEVICE_API_VERSION 6
 #define TS_CUDA_DEVICE_ENTRY_SYMBOL "tessera_cuda_device_entry"
 
 typedef struct ts_cuda_device_info {
@@ -144,6 +144,16 @@ typedef struct ts_cuda_device_api {
                              uint16_t* out);
   ts_status (*widen_bf16)(int32_t ordinal, void* stream, const uint16_t* in, int64_t count,
                           float* y);
+
+  /* Version 6: the compressors on the device (kernels/compressor_pool.cu; the rows' places are
+   * described by tessera::device::CompressorWindows, device/device_ops.hpp). */
+  ts_status (*compress_windows)(int32_t ordinal, void* stream, const int64_t* window,
+                                const int64_t* first_position, const int64_t* first_row,
+                                const int64_t* ring_row, int64_t count, int64_t ratio, int64_t dim,
+                                const float* kv, const float* gate, const float* ring_kv,
+                                const float* ring_gate, float* entries);
+  ts_status (*copy_rows)(int32_t ordinal, void* stream, const float* src, const int64_t* src_rows,
+                         int64_t rows, int64_t width, float* dst, const int64_t* dst_rows);
 } ts_cuda_device_api;
 
 typedef const ts_cuda_device_api* (*ts_cuda_device_entry_fn)(void);

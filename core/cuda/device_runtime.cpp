@@ -419,6 +419,26 @@ ts_status widen_bf16(int32_t ordinal, void* stream, const uint16_t* in, int64_t 
                      "widen_bf16");
 }
 
+ts_status compress_windows(int32_t ordinal, void* stream, const int64_t* window,
+                           const int64_t* first_position, const int64_t* first_row,
+                           const int64_t* ring_row, int64_t count, int64_t ratio, int64_t dim,
+                           const float* kv, const float* gate, const float* ring_kv,
+                           const float* ring_gate, float* entries) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_compress_windows(
+                         window, first_position, first_row, ring_row, count, ratio, dim, kv, gate,
+                         ring_kv, ring_gate, entries, as_stream(stream)),
+                     "compress_windows");
+}
+
+ts_status copy_rows(int32_t ordinal, void* stream, const float* src, const int64_t* src_rows,
+                    int64_t rows, int64_t width, float* dst, const int64_t* dst_rows) {
+  if (ts_status s = select(ordinal); s.code != TS_OK) return s;
+  return cuda_status(tessera::kernels::launch_copy_rows(src, src_rows, rows, width, dst, dst_rows,
+                                                        as_stream(stream)),
+                     "copy_rows");
+}
+
 const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  TS_CUDA_DEVICE_API_VERSION,
                                  device_count,
@@ -462,7 +482,9 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  moe_group,
                                  grouped_linear,
                                  round_to_bf16,
-                                 widen_bf16};
+                                 widen_bf16,
+                                 compress_windows,
+                                 copy_rows};
 
 }  // namespace
 

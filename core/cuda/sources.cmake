@@ -22,4 +22,5 @@ set(TESSERA_CUDA_KERNEL_SOURCES
   ${TESSERA_CUDA_MODULE_DIR}/kernels/moe_routing.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/rope.cu
   ${TESSERA_CUDA_MODULE_DIR}/kernels/row_scan.cu
-  ${TESSERA_CUDA_MODULE_DIR}/kernels/elementwise.cu)
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/elementwise.cu
+  ${TESSERA_CUDA_MODULE_DIR}/kernels/compressor_pool.cu)

@@ -39,7 +39,7 @@ run "tessera plugins" "$bundle/tessera" plugins
 run "tessera bench model" "$bundle/tessera" bench model --preset flash --gpus 8 --gpu h200 --batch 1,64
 # The bundled op tests find the device modules and run the emulated backend (check.sh runs the
 # GPU one).
-for test in device_ops_test device_moe_ops_test; do
+for test in device_ops_test device_moe_ops_test device_compressor_ops_test; do
   if [ -x "$bundle/tests/$test" ]; then
     run "$test (emulated)" "$bundle/tests/$test" --gtest_filter='Backends/*/emulated:GpuBackend.*'
   fi

@@ -11,7 +11,8 @@
 # Environment: OUT (default build-gpu-check/), TESSERA_GPU_BUILD (default /tmp/tessera-gpu-build),
 # TESSERA_CUDA_ARCHS (default: the GPU's compute capability, 9.0 -> 90a).
 # TESSERA_BUNDLE: an unpacked bundle of the main build (tools/gpu/bundle.sh) whose tests/ holds
-# device_ops_test and device_moe_ops_test (every core/cuda kernel against the cpu backend),
+# device_ops_test, device_moe_ops_test and device_compressor_ops_test (every core/cuda kernel
+# against the cpu backend),
 # device_communicator_test (NCCL with one rank),
 # kvcache_bf16_device_test, kvcache_fp8_device_test and attention_conformance_device_test (the
 # attention x kv matrix): they are run too.
@@ -104,7 +105,7 @@ if [ -n "$bundle_dir" ] && [ -x "$bundle_dir/tests/kvcache_bf16_device_test" ]; 
   bundle_env=(env "LD_LIBRARY_PATH=$bundle_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
   # Every kernel of the device module (core/cuda) against the cpu backend on the GPU: the
   # decode-shaped and tensor-core FP8 / FP4 products, grouped experts, routing, norms, rope.
-  for test in device_ops_test device_moe_ops_test; do
+  for test in device_ops_test device_moe_ops_test device_compressor_ops_test; do
     if [ -x "$bundle_dir/tests/$test" ]; then
       step "$test (GPU kernels vs cpu)" 120 "${bundle_env[@]}" TESSERA_REQUIRE_GPU=1 \
         "$bundle_dir/tests/$test" --gtest_filter='Backends/*/cuda:GpuBackend.*'

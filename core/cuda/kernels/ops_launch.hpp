@@ -145,6 +145,18 @@ cudaError_t launch_scale(float* x, int64_t count, float s, cudaStream_t stream);
 cudaError_t launch_swap_outer_axes(const float* x, int64_t A, int64_t B, int64_t C, float* out,
                                    cudaStream_t stream);
 // out[i] = bf16(x[i]) rounded to nearest even; y[i] = in[i] widened (elementwise.cu).
+// The compressors' pooling of a step's closed windows and the rings' row copies
+// (compressor_pool.cu; device/device_ops.hpp CompressorWindows says where each row lives):
+// window, first_position, first_row, ring_row [count]; kv, gate [T, width]; ring_kv, ring_gate
+// [*, width]; entries [count, d]; width = 2d when m == 4, else d.
+cudaError_t launch_compress_windows(const int64_t* window, const int64_t* first_position,
+                                    const int64_t* first_row, const int64_t* ring_row,
+                                    int64_t count, int64_t m, int64_t d, const float* kv,
+                                    const float* gate, const float* ring_kv, const float* ring_gate,
+                                    float* entries, cudaStream_t stream);
+// dst[dst_rows[r]] = src[src_rows[r]], r < rows, rows `width` wide.
+cudaError_t launch_copy_rows(const float* src, const int64_t* src_rows, int64_t rows, int64_t width,
+                             float* dst, const int64_t* dst_rows, cudaStream_t stream);
 cudaError_t launch_round_to_bf16(const float* x, int64_t count, uint16_t* out, cudaStream_t stream);
 cudaError_t launch_widen_bf16(const uint16_t* in, int64_t count, float* y, cudaStream_t stream);
 

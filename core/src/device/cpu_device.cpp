@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "ops/moe_grouping.hpp"
 #include "ops/norms.hpp"
 #include "ops/scan_columns.hpp"
+#include "ops/softmax_pool.hpp"
 #include "ops/swiglu.hpp"
 #include "tessera/plugin_abi.h"
 #include "util/check.hpp"
@@ -248,6 +250,42 @@ void CpuOps::round_to_bf16(const Stream&, const float* x, int64_t count, uint16_
 
 void CpuOps::widen_bf16(const Stream&, const uint16_t* in, int64_t count, float* y) const {
   for (int64_t i = 0; i < count; ++i) y[i] = weights::bf16_to_f32(in[i]);
+}
+
+// Each window's rows gathered from the step or the ring, then dsv4::softmax_pool over them as
+// kv/compressor_state.cpp pools them (the current window's rows, then the previous window's).
+void CpuOps::compress_windows(const Stream&, const CompressorWindows& w, const float* kv,
+                              const float* gate, const float* ring_kv, const float* ring_gate,
+                              float* entries) const {
+  const int64_t m = w.ratio, d = w.dim;
+  const bool overlap = m == 4;
+  const int64_t width = overlap ? 2 * d : d, windows = overlap ? 2 : 1;
+  std::vector<float> rows_kv(static_cast<size_t>(2 * m * width));
+  std::vector<float> rows_gate(rows_kv.size());
+  for (int64_t i = 0; i < w.count; ++i) {
+    const int64_t k = w.window[i];
+    const int64_t first = (overlap && k > 0 ? k - 1 : k) * m;  // rows [first, (k + 1) m)
+    for (int64_t p = first; p < (k + 1) * m; ++p) {
+      const bool in_step = p >= w.first_position[i];
+      const int64_t row = in_step ? w.first_row[i] + p - w.first_position[i]
+                                  : w.ring_row[i] + (p / m % windows) * m + p % m;
+      const int64_t at = (p - first) * width;
+      std::copy_n((in_step ? kv : ring_kv) + row * width, width, rows_kv.data() + at);
+      std::copy_n((in_step ? gate : ring_gate) + row * width, width, rows_gate.data() + at);
+    }
+    const int64_t current = (k * m - first) * width + (overlap ? d : 0);
+    const dsv4::PoolRows parts[2] = {
+        {rows_kv.data() + current, rows_gate.data() + current, m, width},
+        {rows_kv.data(), rows_gate.data(), m, width}};
+    dsv4::softmax_pool(std::span<const dsv4::PoolRows>(parts, first < k * m ? 2 : 1), d,
+                       entries + i * d);
+  }
+}
+
+void CpuOps::copy_rows(const Stream&, const float* src, const int64_t* src_rows, int64_t rows,
+                       int64_t width, float* dst, const int64_t* dst_rows) const {
+  for (int64_t i = 0; i < rows; ++i)
+    std::copy_n(src + src_rows[i] * width, width, dst + dst_rows[i] * width);
 }
 
 // The rotation of ops::RopeTable::apply, per token at its own position.

@@ -177,6 +177,21 @@ void ModuleOps::widen_bf16(const Stream& stream, const uint16_t* in, int64_t cou
   check_op(api_.widen_bf16(ordinal_, stream.handle(), in, count, y), "widen_bf16");
 }
 
+void ModuleOps::compress_windows(const Stream& stream, const CompressorWindows& w, const float* kv,
+                                 const float* gate, const float* ring_kv, const float* ring_gate,
+                                 float* entries) const {
+  check_op(api_.compress_windows(ordinal_, stream.handle(), w.window, w.first_position, w.first_row,
+                                 w.ring_row, w.count, w.ratio, w.dim, kv, gate, ring_kv, ring_gate,
+                                 entries),
+           "compress_windows");
+}
+
+void ModuleOps::copy_rows(const Stream& stream, const float* src, const int64_t* src_rows,
+                          int64_t rows, int64_t width, float* dst, const int64_t* dst_rows) const {
+  check_op(api_.copy_rows(ordinal_, stream.handle(), src, src_rows, rows, width, dst, dst_rows),
+           "copy_rows");
+}
+
 CudaDevice::CudaDevice(const ts_cuda_device_api& api, int32_t ordinal, std::string module_path)
     : api_(api), ordinal_(ordinal), module_path_(std::move(module_path)), ops_(api, ordinal) {
   int32_t count = 0;

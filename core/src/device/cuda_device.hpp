@@ -65,6 +65,11 @@ class ModuleOps final : public DeviceOps {
   void round_to_bf16(const Stream& stream, const float* x, int64_t count,
                      uint16_t* out) const override;
   void widen_bf16(const Stream& stream, const uint16_t* in, int64_t count, float* y) const override;
+  void compress_windows(const Stream& stream, const CompressorWindows& windows, const float* kv,
+                        const float* gate, const float* ring_kv, const float* ring_gate,
+                        float* entries) const override;
+  void copy_rows(const Stream& stream, const float* src, const int64_t* src_rows, int64_t rows,
+                 int64_t width, float* dst, const int64_t* dst_rows) const override;
 
  private:
   const ts_cuda_device_api& api_;

@@ -17,6 +17,23 @@ class Stream;
 // How a linear weight is stored (DeviceOps::linear_* for one weight; grouped_linear for many).
 enum class LinearFormat : int32_t { kBf16 = 0, kF32 = 1, kFp8 = 2, kFp4 = 3 };
 
+// A step's closed compressor windows (kv/compressor_state.hpp has the pooling), for
+// DeviceOps::compress_windows. Window i covers positions k*m .. k*m+m-1, k = window[i]. A
+// position p at or after first_position[i] is the step's row first_row[i] + p - first_position[i];
+// an earlier one is in the sequence's ring, which holds the last `windows` windows from row
+// ring_row[i] on: row ring_row[i] + (p / m % windows) * m + p % m, windows = 2 when m == 4
+// (overlapping: the previous window's first half joins, except for k = 0), else 1. The index
+// arrays [count] are memory of the op's device.
+struct CompressorWindows {
+  int64_t count = 0;
+  int64_t ratio = 0;  // m
+  int64_t dim = 0;    // d, an entry's width; a row is 2d wide when m == 4, else d
+  const int64_t* window = nullptr;
+  const int64_t* first_position = nullptr;
+  const int64_t* first_row = nullptr;
+  const int64_t* ring_row = nullptr;
+};
+
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
@@ -122,6 +139,18 @@ class DeviceOps {
                              uint16_t* out) const = 0;
   virtual void widen_bf16(const Stream& stream, const uint16_t* in, int64_t count,
                           float* y) const = 0;
+  // The compressors' pooling of a step's closed windows: entries [count, d] from the step's kv
+  // and gate rows [T, width] (ape added) and the rings' rows [*, width] (CompressorWindows),
+  // each entry's channel j as softmax_pool (ops/softmax_pool.hpp) sums it: current window's rows
+  // (channels d + j when overlapping), then the previous window's (channel j), in position order.
+  virtual void compress_windows(const Stream& stream, const CompressorWindows& windows,
+                                const float* kv, const float* gate, const float* ring_kv,
+                                const float* ring_gate, float* entries) const = 0;
+  // dst[dst_rows[i]] = src[src_rows[i]], i < rows, rows `width` wide (the compressors' rings:
+  // each sequence's last window rows kept for the next step); no two dst_rows equal.
+  virtual void copy_rows(const Stream& stream, const float* src, const int64_t* src_rows,
+                         int64_t rows, int64_t width, float* dst,
+                         const int64_t* dst_rows) const = 0;
 };
 
 }  // namespace tessera::device
