@@ -38,11 +38,14 @@ StepEntries by_compressor_state(const Case& c, const std::vector<float>& kv,
   int64_t row = 0;  // into kv, gate: every step's rows, batch order
   for (size_t step = 0; step < c.chunks[0].size(); ++step) {
     std::vector<float> entries;
-    for (size_t s = 0; s < c.chunks.size(); ++s)
+    for (size_t s = 0; s < c.chunks.size(); ++s) {
       for (int64_t t = 0; t < c.chunks[s][step]; ++t, ++row) {
         auto e = states[s].push(position[s]++, kv.data() + row * width, gate.data() + row * width);
-        if (e) entries.insert(entries.end(), e->begin(), e->end());
+        if (e) {
+          entries.insert(entries.end(), e->begin(), e->end());
+        }
       }
+    }
     out.push_back(entries);
   }
   return out;
@@ -122,8 +125,11 @@ struct Inputs {
 
 Inputs random_inputs(const Case& c, uint32_t seed) {
   int64_t tokens = 0;
-  for (const auto& steps : c.chunks)
-    for (const int64_t n : steps) tokens += n;
+  for (const auto& steps : c.chunks) {
+    for (const int64_t n : steps) {
+      tokens += n;
+    }
+  }
   const int64_t width = c.ratio == 4 ? 2 * c.dim : c.dim;
   return {random_floats(static_cast<size_t>(tokens * width), seed),
           random_floats(static_cast<size_t>(tokens * width), seed + 1, 2.0f)};
@@ -131,7 +137,9 @@ Inputs random_inputs(const Case& c, uint32_t seed) {
 
 int64_t closed_windows(const StepEntries& steps, int64_t dim) {
   int64_t n = 0;
-  for (const auto& e : steps) n += static_cast<int64_t>(e.size()) / dim;
+  for (const auto& e : steps) {
+    n += static_cast<int64_t>(e.size()) / dim;
+  }
   return n;
 }
 
@@ -187,8 +195,9 @@ TEST_P(CompressorBackendOps, CopyRowsPlacesEachRow) {
   DeviceBuffer dsr = upload(dev(), s, src_rows), ddr = upload(dev(), s, dst_rows);
   dev().ops().copy_rows(s, dsrc.as<float>(), dsr.as<int64_t>(), 3, width, ddst.as<float>(),
                         ddr.as<int64_t>());
-  for (size_t r = 0; r < src_rows.size(); ++r)
+  for (size_t r = 0; r < src_rows.size(); ++r) {
     std::copy_n(src.begin() + src_rows[r] * width, width, want.begin() + dst_rows[r] * width);
+  }
   EXPECT_EQ(download<float>(dev(), s, ddst, want.size()), want);
 }
 

@@ -284,8 +284,9 @@ void CpuOps::compress_windows(const Stream&, const CompressorWindows& w, const f
 
 void CpuOps::copy_rows(const Stream&, const float* src, const int64_t* src_rows, int64_t rows,
                        int64_t width, float* dst, const int64_t* dst_rows) const {
-  for (int64_t i = 0; i < rows; ++i)
+  for (int64_t i = 0; i < rows; ++i) {
     std::copy_n(src + src_rows[i] * width, width, dst + dst_rows[i] * width);
+  }
 }
 
 // The rotation of ops::RopeTable::apply, per token at its own position.
