@@ -1,4 +1,5 @@
-// What the device-layer op tests share (device_ops_test.cpp, device_moe_ops_test.cpp): the
+// What the device-layer tests share (device_ops_test.cpp, device_moe_ops_test.cpp,
+// device_compressor_ops_test.cpp; device_communicator_test.cpp for gpu_required): the
 // backends this build has (the emulated CUDA device always, a GPU when the native module finds
 // one), the cpu backend as the oracle, host <-> device copies, random inputs, and a closeness check
 // that prints the worst element.
@@ -52,9 +53,13 @@ inline std::vector<Backend>& backends() {
 
 // The device check (tools/gpu/check.sh) sets TESSERA_REQUIRE_GPU=1: there a GPU backend that
 // does not open fails the run instead of leaving only the emulated one to test.
-inline void expect_gpu_backend_where_required() {
+inline bool gpu_required() {
   const char* required = std::getenv("TESSERA_REQUIRE_GPU");
-  if (required == nullptr || std::string(required) != "1") return;
+  return required != nullptr && std::string(required) == "1";
+}
+
+inline void expect_gpu_backend_where_required() {
+  if (!gpu_required()) return;
   ASSERT_EQ(backends().size(), 2u)
       << "TESSERA_REQUIRE_GPU=1 but the GPU backend did not open: " << gpu_backend_refusal();
   EXPECT_EQ(backends()[1].name, "cuda");

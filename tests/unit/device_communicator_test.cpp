@@ -11,7 +11,6 @@
 // collectives throw instead of waiting forever.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -21,6 +20,7 @@
 #include "../../core/cuda/nccl_communicator.hpp"
 #include "device/cpu_device.hpp"
 #include "device/open_device.hpp"
+#include "device_backends.hpp"
 #include "executor/host_memory_communicator.hpp"
 #include "ops/tree_sum.hpp"
 #include "util/check.hpp"
@@ -41,11 +41,6 @@ std::string native_module() {
   for (const std::string& path : device::cuda_module_candidates("native"))
     if (std::filesystem::exists(path)) return path;
   return "";
-}
-
-bool gpu_required() {
-  const char* v = std::getenv("TESSERA_REQUIRE_GPU");
-  return v != nullptr && std::string(v) == "1";
 }
 
 // One rank's view: its device, its stream and its communicator.
@@ -82,7 +77,8 @@ class Ranks : public ::testing::TestWithParam<std::string> {
   void run_nccl(int size, const RankFn& fn) {
     const std::string module = native_module();
     if (module.empty()) {
-      if (gpu_required()) FAIL() << "TESSERA_REQUIRE_GPU=1 but no libtessera_cuda.so was found";
+      if (device::gpu_required())
+        FAIL() << "TESSERA_REQUIRE_GPU=1 but no libtessera_cuda.so was found";
       GTEST_SKIP() << "built without TESSERA_CUDA";
     }
     if (size > 1) GTEST_SKIP() << "NCCL takes one rank per GPU; one GPU at most is lent here";
@@ -90,7 +86,8 @@ class Ranks : public ::testing::TestWithParam<std::string> {
     try {
       dev = device::open_device({"cuda", 0, "native"});
     } catch (const std::exception& e) {
-      if (gpu_required()) FAIL() << "TESSERA_REQUIRE_GPU=1 but no CUDA device: " << e.what();
+      if (device::gpu_required())
+        FAIL() << "TESSERA_REQUIRE_GPU=1 but no CUDA device: " << e.what();
       GTEST_SKIP() << "no CUDA device: " << e.what();
     }
     const ts_cuda_nccl_api& api = cuda::NcclCommunicator::load_api(module);
