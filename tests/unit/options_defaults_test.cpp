@@ -58,6 +58,7 @@ TEST(OptionsDefaults, RuntimeOptionsAreTheSchemas) {
   EXPECT_EQ(o.page_size, integer("kv_cache", "page_size"));
   EXPECT_EQ(o.memory_gib, real("kv_cache", "memory_gib"));
   EXPECT_EQ(o.max_context, integer("model", "max_context"));
+  EXPECT_EQ(o.max_running_sequences, integer("scheduler", "max_running_sequences"));
   EXPECT_TRUE(o.plugin_dirs.empty());
   EXPECT_EQ(o.linear_weights_in_bf16, text("model", "weight_storage") == "auto");
   EXPECT_EQ(o.bf16_activations, text("model", "dtype") == "bf16");

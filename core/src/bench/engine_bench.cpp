@@ -216,6 +216,9 @@ std::vector<EngineBenchRow> run_engine_bench(const EngineBenchOptions& o) {
   ro.memory_gib = o.memory_gib;
   ro.max_context = std::max<int64_t>(4096, o.prompt_tokens + o.output_tokens + 1);
   ro.bf16_activations = o.dtype == "bf16";
+  for (const int64_t c : o.concurrency) {  // the device's compressor rings: one per sequence
+    ro.max_running_sequences = std::max(ro.max_running_sequences, c);
+  }
   std::unique_ptr<Runtime> rt;
   TS_CHECK(o.weights.empty() || o.weights == "fp32" || o.weights == "bf16",
            "--weights must be fp32 or bf16, got \"{}\"", o.weights);

@@ -66,6 +66,11 @@ Engine::Engine(Runtime& runtime, const EngineOptions& options,
   TS_CHECK(options_.max_running_sequences >= 1 && options_.max_batched_tokens >= 1,
            "engine: max_running_sequences ({}) and max_batched_tokens ({}) must be positive",
            options_.max_running_sequences, options_.max_batched_tokens);
+  const int64_t ring_slots = runtime.pools().rings.slots();
+  TS_CHECK(runtime.device() == nullptr || options_.max_running_sequences <= ring_slots,
+           "engine: max_running_sequences = {}, but the device holds compressor state for {} "
+           "sequences (the runtime's scheduler.max_running_sequences)",
+           options_.max_running_sequences, ring_slots);
   max_context_ = options_.max_context > 0            ? options_.max_context
                  : runtime.options().max_context > 0 ? runtime.options().max_context
                                                      : config.max_position_embeddings;

@@ -12,7 +12,8 @@ namespace tessera {
 struct KvPlan {
   int64_t main_pages = 0;
   int64_t indexer_pages = 0;
-  uint64_t bytes = 0;  // what the two pools take
+  uint64_t bytes = 0;       // what the two pools take
+  uint64_t ring_bytes = 0;  // the compressor rings taken from the budget first (device forward)
   // Steady-state cache bytes per context token (compressed entries + indexer keys; the fixed
   // window is per sequence) and the context tokens the budget holds at that rate.
   double bytes_per_token = 0;

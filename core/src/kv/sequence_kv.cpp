@@ -71,6 +71,9 @@ SequenceKv::~SequenceKv() {
   for (const Layer& layer : layers_) {
     for_each_page(layer, &PagePool::release);
   }
+  if (ring_slot_ >= 0) {
+    pools_.rings.give(ring_slot_);
+  }
 }
 
 void SequenceKv::reset() {
@@ -89,6 +92,21 @@ void SequenceKv::reset() {
   windows_open_ = false;
   pending_.clear();
   ready_.clear();
+  if (ring_slot_ >= 0) {
+    pools_.rings.give(std::exchange(ring_slot_, -1));
+  }
+  ring_primed_ = false;
+}
+
+int32_t SequenceKv::ring_slot() {
+  if (ring_slot_ < 0) {
+    ring_slot_ = pools_.rings.take();
+    TS_CHECK(ring_slot_ >= 0,
+             "compressor rings: all {} slots are held (one per running sequence on the device: "
+             "scheduler.max_running_sequences)",
+             pools_.rings.slots());
+  }
+  return ring_slot_;
 }
 
 void SequenceKv::for_each_page(const Layer& layer, void (PagePool::*op)(int32_t)) {
@@ -336,6 +354,23 @@ void SequenceKv::record_compressor(int64_t layer, bool indexer, int64_t length_a
       p.recorded[layer] |= 1;
     }
   }
+}
+
+std::vector<int64_t> SequenceKv::pending_snapshot_lengths() const {
+  std::vector<int64_t> lengths;
+  for (const PendingSnapshot& p : pending_) {
+    lengths.push_back(p.length);
+  }
+  return lengths;
+}
+
+dsv4::CompressorSnapshot& SequenceKv::snapshot_compressor(int64_t layer, bool indexer,
+                                                          int64_t length) {
+  const auto it = std::find_if(pending_.begin(), pending_.end(),
+                               [&](const PendingSnapshot& p) { return p.length == length; });
+  TS_CHECK(it != pending_.end(), "no snapshot requested at {}", length);
+  it->recorded[layer] |= indexer ? 2 : 1;
+  return indexer ? it->index_compressor[layer] : it->compressor[layer];
 }
 
 PrefixSnapshot SequenceKv::build_snapshot(const PendingSnapshot& pending) {

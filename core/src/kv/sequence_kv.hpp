@@ -11,6 +11,7 @@
 #include <deque>
 #include <vector>
 
+#include "kv/compressor_rings.hpp"
 #include "kv/compressor_state.hpp"
 #include "kv/page_pool.hpp"
 #include "kv/prefix_snapshot.hpp"
@@ -19,8 +20,9 @@
 namespace tessera {
 
 struct KvPools {
-  PagePool main;     // window + compressed latent entries
-  PagePool indexer;  // lightning-indexer keys
+  PagePool main;          // window + compressed latent entries
+  PagePool indexer;       // lightning-indexer keys
+  CompressorRings rings;  // the device forward's compressor state (none for the host forward)
 };
 
 // Pages a step may take from each pool.
@@ -81,6 +83,8 @@ class SequenceKv {
   void append_compressed_slots(int64_t layer, std::vector<int64_t>& main,
                                std::vector<int64_t>* indexer) const;
 
+  // The host forward's compressor states. A sequence restored from a snapshot holds the
+  // snapshot's states here too, from which the device forward loads its ring.
   dsv4::CompressorState& compressor(int64_t layer) { return layers_[layer].compressor; }
   dsv4::CompressorState& index_compressor(int64_t layer) { return layers_[layer].index_compressor; }
 
@@ -95,6 +99,19 @@ class SequenceKv {
     }
   }
   std::vector<PrefixSnapshot> take_snapshots();
+  // The device forward's side of the same: the lengths of the snapshots requested and not built
+  // yet (increasing), and the compressor state of the one at `length` for the caller to fill
+  // before advance() (marked recorded).
+  std::vector<int64_t> pending_snapshot_lengths() const;
+  dsv4::CompressorSnapshot& snapshot_compressor(int64_t layer, bool indexer, int64_t length);
+
+  // The device forward's compressor ring slot (kv/compressor_rings.hpp): taken at the first call,
+  // held until reset() or destruction. Throws when every slot is held.
+  int32_t ring_slot();
+  // Whether the rings hold this sequence's last windows: false until its first device step (a
+  // sequence restored from a snapshot loads them from its compressor states then).
+  bool ring_primed() const { return ring_primed_; }
+  void set_ring_primed() { ring_primed_ = true; }
 
   int64_t pages_held() const;
   // The compressors' window buffers (what a kept object holds besides its lists).
@@ -140,6 +157,8 @@ class SequenceKv {
   std::vector<Layer> layers_;
   std::vector<PendingSnapshot> pending_;
   std::vector<PrefixSnapshot> ready_;
+  int32_t ring_slot_ = -1;
+  bool ring_primed_ = false;
 };
 
 }  // namespace tessera

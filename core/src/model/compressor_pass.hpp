@@ -1,8 +1,8 @@
 // One compressor (main or indexer) over a step's tokens, on the host (kv/compressor_state.hpp):
 // every token's kv and gate rows pushed into its sequence's state, each closed window's entry
 // normalised, rotated at its window start k*m, and given its cache slot. The caller stores the
-// entries through the kv format. The host forward and the device forward (which brings the two
-// projections to the host for this: the compressor state is host memory) both run it.
+// entries through the kv format. The host forward runs it; the device forward keeps the same
+// state on the device (model/device_compressors.hpp).
 #pragma once
 
 #include <cstdint>

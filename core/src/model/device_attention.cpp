@@ -1,87 +1,19 @@
 // The attention block of the device forward (model/attention_layer.hpp has the host one and the
-// algorithm): projections, norms and RoPE on the device; kv stored by the kv format on the
-// device; the compressors on the host (their state is host memory: the projections of both
-// compressors come to the host with one wait, the closed windows' entries go back); the attention
-// plugin run on the device; inverse RoPE and the grouped output projection on the device.
+// algorithm), every part on the device: projections, norms and RoPE; kv stored by the kv format;
+// the compressors (model/device_compressors.hpp); the attention plugin; inverse RoPE and the
+// grouped output projection.
 #include <cmath>
-#include <optional>
-#include <string>
 #include <vector>
 
 #include "device/plugin_device.hpp"
 #include "model/attention_batch.hpp"
-#include "model/compressor_pass.hpp"
 #include "model/device_forward_context.hpp"
 
 namespace tessera::dsv4 {
-namespace {
-
-// A compressor's kv and gate projections of the step's tokens, copied to the host.
-struct CompressorProjections {
-  std::vector<float> kv, gate;  // [T, width]
-};
-
-// Enqueues the two projections of x and their copies to the host: valid after the stream is
-// synchronised.
-CompressorProjections project(const DeviceForwardContext& ctx, const DeviceCompressor& w,
-                              const float* x, const std::string& tag) {
-  const auto T = static_cast<int64_t>(ctx.positions.size());
-  const int64_t width = w.wkv.out;
-  float* kv = ctx.scratch.get<float>(tag + "kv", T * width);
-  float* gate = ctx.scratch.get<float>(tag + "gate", T * width);
-  linear(ctx.ops, ctx.stream, x, T, w.wkv, kv);
-  linear(ctx.ops, ctx.stream, x, T, w.wgate, gate);
-  CompressorProjections p{std::vector<float>(static_cast<size_t>(T * width)),
-                          std::vector<float>(static_cast<size_t>(T * width))};
-  const size_t bytes = p.kv.size() * sizeof(float);
-  ctx.device.copy(p.kv.data(), kv, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
-  ctx.device.copy(p.gate.data(), gate, bytes, device::CopyKind::kDeviceToHost, ctx.stream);
-  return p;
-}
-
-// The projections (on the host, synchronised) through the compressor's state; the closed
-// windows' entries back to the device and stored by the kv format.
-void store_compressed(const DeviceForwardContext& ctx, int64_t layer, const DeviceCompressor& w,
-                      const ops::RopeTable& rope, CompressorProjections& p, bool is_indexer) {
-  const CompressedEntries entries =
-      compress_tokens(ctx.config, layer, w.host(), rope, ctx.batch, ctx.positions, p.kv.data(),
-                      p.gate.data(), is_indexer);
-  if (entries.slots.empty()) {
-    return;
-  }
-  const std::string tag = is_indexer ? "attn.index_compressor." : "attn.compressor.";
-  float* rows = ctx.scratch.get<float>(tag + "entries", static_cast<int64_t>(entries.rows.size()));
-  ctx.device.copy(rows, entries.rows.data(), entries.rows.size() * sizeof(float),
-                  device::CopyKind::kHostToDevice, ctx.stream);
-  const ts_kv_layout& layout =
-      is_indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
-  ctx.kv_format.store(layout, rows, entries.slots,
-                      is_indexer ? ctx.pools.indexer.data() : ctx.pools.main.data(),
-                      device::plugin_device(ctx.device, ctx.stream));
-}
-
-// The layer's compressors (main, and the indexer's on CSA layers) with one wait for the host.
-void run_compressors(const DeviceForwardContext& ctx, int64_t layer,
-                     const DeviceAttentionWeights& w, const ops::RopeTable& rope, const float* x) {
-  CompressorProjections main = project(ctx, *w.compressor, x, "attn.compressor.");
-  std::optional<CompressorProjections> index;
-  if (w.index_compressor) {
-    index = project(ctx, *w.index_compressor, x, "attn.index_compressor.");
-  }
-  ctx.device.synchronize(ctx.stream);
-  // Main first: its append_compressed allocates the indexer slot too.
-  store_compressed(ctx, layer, *w.compressor, rope, main, false);
-  if (index) {
-    store_compressed(ctx, layer, *w.index_compressor, rope, *index, true);
-  }
-}
-
-}  // namespace
 
 void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
-                              const DeviceAttentionWeights& w, const ops::RopeTable& rope,
-                              const float* inv_freq, const float* x, float* out,
-                              ForwardStats& stats) {
+                              const DeviceAttentionWeights& w, const float* inv_freq,
+                              const float* x, float* out, ForwardStats& stats) {
   const ModelConfig& cfg = ctx.config;
   const device::DeviceOps& ops = ctx.ops;
   const device::Stream& s = ctx.stream;
@@ -114,7 +46,10 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
   ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(), plugin_device);
   ctx.mark("attention: q, kv projections + store");
   if (m > 0) {
-    run_compressors(ctx, layer, w, rope, x);
+    ctx.compressors->run(ctx, layer, *w.compressor, false, x, inv_freq);
+    if (w.index_compressor) {
+      ctx.compressors->run(ctx, layer, *w.index_compressor, true, x, inv_freq);
+    }
     ctx.mark("attention: compressors");
   }
 

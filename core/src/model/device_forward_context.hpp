@@ -1,6 +1,6 @@
 // What the device forward's blocks share during one step (model/device_model.hpp): the device,
 // its stream and ops, the step's scratch buffers, the cache (format, pools in the device's memory)
-// and the attention plugin, and the step's positions on both sides.
+// and the attention plugin, the step's positions on both sides and its compressor plans.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +12,9 @@
 #include "device/step_timeline.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/sequence_kv.hpp"
+#include "model/device_compressors.hpp"
 #include "model/device_weight_views.hpp"
 #include "model/forward_batch.hpp"
-#include "ops/rope.hpp"
 #include "util/plugin_instance.hpp"
 #include "weights/dsv4_config.hpp"
 
@@ -35,6 +35,7 @@ struct DeviceForwardContext {
   const int32_t* ids_dev;                 // [T] token ids on the device
   device::StepTimeline* timeline;         // null unless a benchmark asks where the time goes
   int64_t* routing_failures;              // [layers] device: each MoE's lowest failed token, or T
+  const DeviceCompressors* compressors;   // the step's compressor plans
 
   // Closes the interval since the previous mark under `label` when a timeline is attached.
   void mark(const char* label) const {
@@ -44,12 +45,11 @@ struct DeviceForwardContext {
   }
 };
 
-// x: [T, D] normalised block input; out: [T, D]; both device memory. rope: the layer's
-// frequencies (host) and inv_freq: their device copy.
+// x: [T, D] normalised block input; out: [T, D]; both device memory. inv_freq: the layer's RoPE
+// frequencies on the device.
 void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
-                              const DeviceAttentionWeights& w, const ops::RopeTable& rope,
-                              const float* inv_freq, const float* x, float* out,
-                              ForwardStats& stats);
+                              const DeviceAttentionWeights& w, const float* inv_freq,
+                              const float* x, float* out, ForwardStats& stats);
 
 // x: [T, D] (post ffn_norm) -> out [T, D], device memory.
 void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const DeviceMoeWeights& w,

@@ -1,6 +1,7 @@
 #include "model/device_model.hpp"
 
 #include "model/device_forward_context.hpp"
+#include "ops/rope.hpp"
 #include "tessera/plugin_abi.h"
 #include "util/check.hpp"
 
@@ -46,8 +47,7 @@ DeviceModel::DeviceModel(const ModelConfig& config, const DeviceModelView& weigh
   TS_CHECK_EQ(static_cast<int64_t>(weights.layers.size()), config.num_layers,
               "layers of the device weights");
   for (int64_t l = 0; l < config.num_layers; ++l) {
-    const ops::RopeTable& table = rope_.emplace_back(ops::RopeTable::for_layer(config, l));
-    const std::vector<float>& f = table.inv_freq();
+    const std::vector<float> f = ops::RopeTable::for_layer(config, l).inv_freq();
     device::DeviceBuffer& b = inv_freq_.emplace_back(device.allocate(f.size() * sizeof(float)));
     device.copy(b.data(), f.data(), f.size() * sizeof(float), device::CopyKind::kHostToDevice,
                 stream);
@@ -85,12 +85,14 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
   auto* routing_failures = scratch_.get<int64_t>("moe.routing_failures", config_.num_layers);
-  const DeviceForwardContext ctx{
-      config_,    device_, stream_,   ops,           scratch_, kv_format_,  pools_,
-      attention_, batch,   positions, positions_dev, ids_dev,  st.timeline, routing_failures};
+  const DeviceForwardContext ctx{config_,     device_,          stream_,       ops,
+                                 scratch_,    kv_format_,       pools_,        attention_,
+                                 batch,       positions,        positions_dev, ids_dev,
+                                 st.timeline, routing_failures, &compressors_};
   if (st.timeline != nullptr) {
     st.timeline->begin();
   }
+  compressors_.plan(ctx);
   // Streams [T, n, D]: the embedding copied into every stream.
   float* streams = scratch_.get<float>("step.streams", T * n * D);
   float* x = scratch_.get<float>("step.x", T * D);
@@ -109,8 +111,8 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     ops.hc_pre_mix(stream_, hc.pre, streams, T, n, D, x);
     rms_norm(ops, stream_, x, T, D, layer.attn_norm, eps);
     ctx.mark("mHC + norms");
-    device_attention_forward(ctx, l, layer.attn, rope_[static_cast<size_t>(l)],
-                             inv_freq_[static_cast<size_t>(l)].as<float>(), x, block_out, st);
+    device_attention_forward(ctx, l, layer.attn, inv_freq_[static_cast<size_t>(l)].as<float>(), x,
+                             block_out, st);
     if (comm_ != nullptr) {  // sum over the wo_b shards
       all_reduce_block(block_out, T * D);
       ctx.mark("collectives");
@@ -133,9 +135,6 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
                    device::CopyKind::kDeviceToHost, stream_);
       device_.synchronize(stream_);
     }
-  }
-  for (const SequenceChunk& c : batch.chunks) {
-    c.kv->advance(static_cast<int64_t>(c.tokens.size()));
   }
 
   // Only the rows that need logits go through hc_head, the norm and the vocabulary head.
@@ -185,6 +184,11 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
                device::CopyKind::kDeviceToHost, stream_);
   ctx.mark("head + logits to host");
   device_.synchronize(stream_);
+  // After the synchronisation: the snapshots' compressor states have arrived.
+  for (const SequenceChunk& c : batch.chunks) {
+    c.kv->advance(static_cast<int64_t>(c.tokens.size()));
+  }
+  DeviceCompressors::finish(batch);
   check_routing(config_, failures, batch);
   return logits;
 }

@@ -4,10 +4,10 @@
 // device's memory, attention and the kv format through their plugins on the device. Works on every
 // backend: the cpu one (host memory, the oracle's ops), cuda and emulated. Single rank.
 //
-// What still runs on the host, with a synchronisation each: the compressors' state (two
-// projections per compressor come to the host, the closed windows' entries go back) and the MoE's
-// grouping of rows by expert (the picked experts come to the host). Logits come back to the host
-// with their row scans.
+// A step synchronises the stream once, at its end: logits come back to the host with their row
+// scans, with the MoE's routing failures and the prefix snapshots' compressor states. The host
+// plans the step before it from positions and cache bookkeeping alone (page slots, the
+// compressors' windows: model/device_compressors.hpp).
 #pragma once
 
 #include <cstdint>
@@ -18,11 +18,11 @@
 #include "device/scratch.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/sequence_kv.hpp"
+#include "model/device_compressors.hpp"
 #include "model/device_weight_views.hpp"
 #include "model/forward_batch.hpp"
 #include "model/forward_model.hpp"
 #include "ops/logits.hpp"
-#include "ops/rope.hpp"
 #include "util/plugin_instance.hpp"
 #include "weights/dsv4_config.hpp"
 
@@ -72,8 +72,8 @@ class DeviceModel final : public ForwardModel {
   device::DeviceCommunicator* comm_ = nullptr;
   bool bf16_collectives_ = false;
   device::Scratch scratch_;
-  std::vector<ops::RopeTable> rope_;            // per layer (host: the compressors)
-  std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the device's copy
+  std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the RoPE frequencies
+  DeviceCompressors compressors_;
 };
 
 }  // namespace tessera::dsv4

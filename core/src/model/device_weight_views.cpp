@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "util/check.hpp"
 
 namespace tessera::dsv4 {
@@ -11,17 +9,9 @@ namespace {
 
 using weights::DType;
 
-float widen_bf16(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
 class Binder {
  public:
-  Binder(const DeviceModelWeights& w, device::Device& device, const device::Stream& stream)
-      : w_(w), device_(device), stream_(stream) {}
+  explicit Binder(const DeviceModelWeights& w) : w_(w) {}
 
   const DeviceTensor& tensor(const std::string& name) const {
     const DeviceTensor* t = w_.find(name);
@@ -83,34 +73,14 @@ class Binder {
     return t.data.as<float>();
   }
 
-  // The tensor's values as fp32 host memory (small tensors: ape, compressor norms).
-  std::vector<float> host_copy(const std::string& name) const {
-    const DeviceTensor& t = tensor(name);
-    TS_CHECK(t.dtype == DType::BF16 || t.dtype == DType::F32,
-             "device forward: '{}' is {}, BF16 or F32 expected", name,
-             weights::dtype_name(t.dtype));
-    const size_t elem = t.dtype == DType::BF16 ? 2 : 4, n = t.data.bytes() / elem;
-    std::vector<float> out(n);
-    if (t.dtype == DType::F32) {
-      device_.copy(out.data(), t.data.data(), n * 4, device::CopyKind::kDeviceToHost, stream_);
-      device_.synchronize(stream_);
-      return out;
-    }
-    std::vector<uint16_t> raw(n);
-    device_.copy(raw.data(), t.data.data(), n * 2, device::CopyKind::kDeviceToHost, stream_);
-    device_.synchronize(stream_);
-    for (size_t i = 0; i < n; ++i) out[i] = widen_bf16(raw[i]);
-    return out;
-  }
-
   DeviceHyperConnection hyper_connection(const std::string& prefix) const {
     const DeviceTensor& fn = tensor(prefix + "_fn");
     return {f32(prefix + "_fn"), f32(prefix + "_base"), f32(prefix + "_scale"), fn.shape.at(0)};
   }
 
   DeviceCompressor compressor(const std::string& prefix) const {
-    return {weight(prefix + "wkv.weight"), weight(prefix + "wgate.weight"),
-            host_copy(prefix + "ape"), host_copy(prefix + "norm.weight")};
+    return {weight(prefix + "wkv.weight"), weight(prefix + "wgate.weight"), f32(prefix + "ape"),
+            vector(prefix + "norm.weight")};
   }
 
   DeviceExpert expert(const std::string& prefix) const {
@@ -120,8 +90,6 @@ class Binder {
 
  private:
   const DeviceModelWeights& w_;
-  device::Device& device_;
-  const device::Stream& stream_;
 };
 
 }  // namespace
@@ -225,7 +193,7 @@ DeviceModelView view_device_weights(const DeviceModelWeights& weights, const Mod
                                     device::Device& device, const device::Stream& stream,
                                     ExpertRange experts) {
   if (experts.count < 0) experts = {0, c.n_routed_experts};
-  const Binder b(weights, device, stream);
+  const Binder b(weights);
   DeviceModelView v;
   v.embed = b.vector("embed.weight");
   v.head = b.weight("head.weight");

@@ -1,8 +1,7 @@
 // The device forward's view of a checkpoint placed on a device (device_weights.hpp): every weight
 // by its role, as stored (BF16, F32, FP8 e4m3 + UE8M0 128x128 scales, FP4 e2m1 + UE8M0 per 32),
 // with the one dispatch that multiplies by it. Built once; points into DeviceModelWeights, which
-// must outlive it. The compressors' ape and norms are also kept as fp32 host copies: the
-// compressor state is host memory (model/compressor_pass.hpp).
+// must outlive it.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +11,6 @@
 
 #include "device/device.hpp"
 #include "device/device_ops.hpp"
-#include "model/compressor_pass.hpp"
 #include "model/device_weights.hpp"
 #include "weights/dsv4_config.hpp"
 
@@ -52,12 +50,12 @@ struct DeviceHyperConnection {
   int64_t rows = 0;
 };
 
+// A compressor (model/device_compressors.hpp): projections [c * d, D] (c = 2 when m == 4, else
+// 1), ape [m, c * d] in F32 (as checkpoints store it), the entry norm [d].
 struct DeviceCompressor {
   DeviceWeight wkv, wgate;
-  std::vector<float> ape, norm;  // host copies, fp32
-  [[nodiscard]] CompressorHostWeights host() const {
-    return {ape.data(), norm.data(), wkv.out, static_cast<int64_t>(norm.size())};
-  }
+  const float* ape = nullptr;
+  DeviceVector norm;
 };
 
 struct DeviceAttentionWeights {

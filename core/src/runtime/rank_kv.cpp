@@ -42,6 +42,17 @@ void check_pair(const LoadedPlugin& attention, const LoadedPlugin& kv, const KvF
   }
 }
 
+// The compressor rings' slots in the device's memory (never read before written: a slot's rows
+// are written by a sequence's step before a later step reads them).
+void place_rings(const dsv4::ModelConfig& config, int64_t slots, device::Device& device,
+                 RankKv& kv) {
+  const uint64_t bytes = CompressorRings::bytes(config, slots);
+  if (bytes > 0) {
+    kv.ring_bytes = device.allocate(static_cast<size_t>(bytes));
+  }
+  kv.pools->rings = CompressorRings(config, slots, kv.ring_bytes.as<float>());
+}
+
 }  // namespace
 
 uint64_t kv_pool_bytes(const RuntimeOptions& options) {
@@ -67,15 +78,27 @@ RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
 
   const int64_t max_context =
       options.max_context > 0 ? options.max_context : config.max_position_embeddings;
-  const uint64_t budget = kv_pool_bytes(options);
+  uint64_t budget = kv_pool_bytes(options);
+  const int64_t ring_slots = device != nullptr ? options.max_running_sequences : 0;
+  const uint64_t ring_bytes = CompressorRings::bytes(config, ring_slots);
+  TS_CHECK(ring_bytes < budget,
+           "kv_cache.memory_gib ({:.3f} GiB) does not hold the compressors' state of "
+           "scheduler.max_running_sequences = {} sequences on the device ({:.3f} GiB) and pages "
+           "besides: raise the one or lower the other",
+           options.memory_gib, ring_slots, static_cast<double>(ring_bytes) / (1ull << 30));
+  budget -= ring_bytes;
   const ts_kv_layout& main = kv.format->main_layout();
   const ts_kv_layout& idx = kv.format->indexer_layout();
   kv.plan = plan_kv_memory(config, main, idx, budget, max_context);
+  kv.plan.ring_bytes = ring_bytes;
   const uint64_t idx_page_bytes = idx.page_bytes > 0 ? idx.page_bytes : main.page_bytes;
   if (!on_device) {
     kv.pools = std::make_unique<KvPools>(
         KvPools{PagePool(main.page_bytes, main.entries_per_page, kv.plan.main_pages),
                 PagePool(idx_page_bytes, main.entries_per_page, kv.plan.indexer_pages)});
+    if (device != nullptr) {
+      place_rings(config, ring_slots, *device, kv);
+    }
     return kv;
   }
   const auto place = [&](uint64_t page_bytes, int64_t pages, device::DeviceBuffer& bytes) {
@@ -92,6 +115,7 @@ RankKv create_rank_kv(PluginRegistry& registry, const RuntimeOptions& options,
                        place(main.page_bytes, kv.plan.main_pages, kv.main_bytes)),
               PagePool(idx_page_bytes, main.entries_per_page, kv.plan.indexer_pages,
                        place(idx_page_bytes, kv.plan.indexer_pages, kv.indexer_bytes))});
+  place_rings(config, ring_slots, *device, kv);
   return kv;
 }
 

@@ -22,6 +22,7 @@ struct RankKv {
   PluginInstance attention;
   KvPlan plan;
   device::DeviceBuffer main_bytes, indexer_bytes;  // the pools' pages on a CUDA device
+  device::DeviceBuffer ring_bytes;                 // the compressor rings on any device
   std::unique_ptr<KvPools> pools;
 };
 
@@ -29,7 +30,9 @@ struct RankKv {
 // options.memory_gib between the pools for sequences of options.max_context tokens (0: the
 // model's max_position_embeddings). Without a device (or with the cpu one) the plugins run on the
 // host and the pools' pages are host memory; with a CUDA device the plugins are created for it and
-// `stream`, and the pages are its memory (zeroed; copy-on-write copies on `stream`).
+// `stream`, and the pages are its memory (zeroed; copy-on-write copies on `stream`). With any
+// device (the device forward) the compressor rings for options.max_running_sequences sequences
+// are taken from the same budget, in the device's memory.
 // The bytes options.memory_gib asks of each rank for its page pools.
 [[nodiscard]] uint64_t kv_pool_bytes(const RuntimeOptions& options);
 

@@ -139,10 +139,11 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
 void Runtime::log_summary() const {
   spdlog::info(
       "runtime: kv `{}` ({} B/entry main, {} B/entry indexer), {} + {} pages = {:.1f} MiB, "
-      "~{} context tokens; attention `{}`; sampler `{}`",
+      "~{} context tokens, compressor rings {:.1f} MiB; attention `{}`; sampler `{}`",
       kv_.format->name(), kv_.format->main_layout().bytes_per_entry,
       kv_.format->indexer_layout().bytes_per_entry, kv_.plan.main_pages, kv_.plan.indexer_pages,
-      kv_.plan.bytes / 1048576.0, kv_.plan.token_capacity, kv_.attention.name(), sampler_.name());
+      kv_.plan.bytes / 1048576.0, kv_.plan.token_capacity, kv_.plan.ring_bytes / 1048576.0,
+      kv_.attention.name(), sampler_.name());
 }
 
 }  // namespace tessera

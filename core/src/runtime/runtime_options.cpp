@@ -34,6 +34,7 @@ void copy_values(const Config& config, RuntimeOptions& o) {
   o.page_size = config.kv_cache.page_size;
   o.memory_gib = config.kv_cache.memory_gib;
   o.max_context = config.model.max_context;
+  o.max_running_sequences = config.scheduler.max_running_sequences;
   o.plugin_dirs.assign(config.plugins.search_path.begin(), config.plugins.search_path.end());
   o.linear_weights_in_bf16 = config.model.weight_storage != "fp32";
   // "auto" is fp32 on the CPU (the reference path); "bf16" is an opt-in with its own numerics.

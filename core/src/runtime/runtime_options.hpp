@@ -16,16 +16,19 @@ namespace tessera {
 struct RuntimeOptions {
   RuntimeOptions();  // the schema's defaults; model_dir empty
 
-  std::filesystem::path model_dir;                 // model.path, resolved
-  std::string kv_plugin;                           // kv_cache.plugin
-  std::string kv_options_json;                     // [kv_cache.options] as JSON, "{}" when none
-  std::string attention_plugin;                    // attention.plugin
-  std::string attention_options_json;              // [attention.options]
-  std::string sampler_plugin;                      // sampler.plugin
-  std::string sampler_options_json;                // [sampler.options]
-  int64_t page_size{};                             // kv_cache.page_size
-  double memory_gib{};                             // kv_cache.memory_gib
-  int64_t max_context{};                           // model.max_context; 0: the model's maximum
+  std::filesystem::path model_dir;     // model.path, resolved
+  std::string kv_plugin;               // kv_cache.plugin
+  std::string kv_options_json;         // [kv_cache.options] as JSON, "{}" when none
+  std::string attention_plugin;        // attention.plugin
+  std::string attention_options_json;  // [attention.options]
+  std::string sampler_plugin;          // sampler.plugin
+  std::string sampler_options_json;    // [sampler.options]
+  int64_t page_size{};                 // kv_cache.page_size
+  double memory_gib{};                 // kv_cache.memory_gib
+  int64_t max_context{};               // model.max_context; 0: the model's maximum
+  // scheduler.max_running_sequences: on a device, the compressor rings' slots (one per running
+  // sequence; kv/compressor_rings.hpp), taken from the kv cache's memory.
+  int64_t max_running_sequences{};
   std::vector<std::filesystem::path> plugin_dirs;  // plugins.search_path: before the default path
   // Linear weights whose values are all bfloat16 (every BF16 / FP8 / FP4 checkpoint's) are kept
   // in bf16 (model/bf16_weights.hpp) where our GEMM reads them (ops::gemm_reads_bf16_weights):

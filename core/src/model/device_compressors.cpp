@@ -1,0 +1,241 @@
+#include "model/device_compressors.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "device/plugin_device.hpp"
+#include "model/device_forward_context.hpp"
+#include "util/check.hpp"
+
+namespace tessera::dsv4 {
+namespace {
+
+// Windows a ring keeps per slot: the overlap (m = 4) reads the previous window too.
+int64_t ring_windows(int64_t m) { return m == 4 ? 2 : 1; }
+
+// Row of position p in the ring of the sequence holding `slot`.
+int64_t ring_row(int64_t slot, int64_t p, int64_t m) {
+  const int64_t windows = ring_windows(m);
+  return slot * windows * m + (p / m % windows) * m + p % m;
+}
+
+template <class T>
+void upload(const DeviceForwardContext& ctx, T* dst, const std::vector<T>& src) {
+  if (src.empty()) {
+    return;
+  }
+  ctx.device.copy(dst, src.data(), src.size() * sizeof(T), device::CopyKind::kHostToDevice,
+                  ctx.stream);
+}
+
+}  // namespace
+
+void DeviceCompressors::plan(const DeviceForwardContext& ctx) {
+  const ModelConfig& cfg = ctx.config;
+  chunks_.clear();
+  snapshots_.clear();
+  restores_.clear();
+  plans_.clear();
+  for (int64_t row = 0; const SequenceChunk& c : ctx.batch.chunks) {
+    const auto n = static_cast<int64_t>(c.tokens.size());
+    const int64_t p0 = c.kv->length();
+    chunks_.push_back({c.kv, p0, row, n, c.kv->ring_slot()});
+    row += n;
+    for (const int64_t length : c.kv->pending_snapshot_lengths()) {
+      if (length > p0 && length <= p0 + n) {
+        snapshots_.push_back({chunks_.size() - 1, length});
+      }
+    }
+    if (p0 == 0 || c.kv->ring_primed()) {
+      continue;
+    }
+    Restore& r = restores_.emplace_back();
+    r.chunk = chunks_.size() - 1;
+    r.main.resize(static_cast<size_t>(cfg.num_layers));
+    r.indexer.resize(static_cast<size_t>(cfg.num_layers));
+    for (int64_t l = 0; l < cfg.num_layers; ++l) {
+      const int64_t m = cfg.compress_ratio(l);
+      TS_CHECK(m == 0 || p0 % m == 0,
+               "a sequence resumed at {} tokens, inside a compressor window of layer {} ({})", p0,
+               l, m);
+      if (m == 4) {  // the snapshot holds the previous window (nothing for m = 128)
+        r.main[static_cast<size_t>(l)] = c.kv->compressor(l).snapshot();
+        r.indexer[static_cast<size_t>(l)] = c.kv->index_compressor(l).snapshot();
+      }
+    }
+  }
+  const auto T = static_cast<int64_t>(ctx.positions.size());
+  ones_.assign(static_cast<size_t>(T), 1.0F);
+  float* ones = ctx.scratch.get<float>("compressor.ones", T);
+  upload(ctx, ones, ones_);
+  ones_dev_ = ones;
+  for (int64_t l = 0; l < cfg.num_layers; ++l) {
+    const int64_t m = cfg.compress_ratio(l);
+    const bool planned =
+        std::any_of(plans_.begin(), plans_.end(), [m](const RatioPlan& p) { return p.m == m; });
+    if (m > 0 && !planned) {
+      plans_.push_back(plan_ratio(ctx, m));
+    }
+  }
+}
+
+DeviceCompressors::RatioPlan DeviceCompressors::plan_ratio(const DeviceForwardContext& ctx,
+                                                           int64_t m) const {
+  RatioPlan p;
+  p.m = m;
+  std::vector<int64_t> window, first_position, first_row, slot_row, ape_rows, src, dst;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const Chunk& ch = chunks_[c];
+    const int64_t end = ch.first_position + ch.tokens;
+    for (int64_t q = ch.first_position; q < end; ++q) {
+      ape_rows.push_back(q % m);
+      if (q % m == m - 1) {  // closes window q / m
+        window.push_back(q / m);
+        first_position.push_back(ch.first_position);
+        first_row.push_back(ch.first_row);
+        slot_row.push_back(ch.slot * ring_windows(m) * m);
+        p.rope_host.push_back(static_cast<int32_t>(q / m * m));
+        p.owner.push_back(c);
+      }
+    }
+    // The rows a later step may read: the open window's, and the one before it when overlapping.
+    const int64_t keep_from = std::max(ch.first_position, (end / m - (ring_windows(m) - 1)) * m);
+    for (int64_t q = keep_from; q < end; ++q) {
+      src.push_back(ch.first_row + q - ch.first_position);
+      dst.push_back(ring_row(ch.slot, q, m));
+    }
+  }
+  const auto count = static_cast<int64_t>(window.size());
+  p.keep = static_cast<int64_t>(src.size());
+  for (const auto* part :
+       {&window, &first_position, &first_row, &slot_row, &ape_rows, &src, &dst}) {
+    p.host.insert(p.host.end(), part->begin(), part->end());
+  }
+  const std::string tag = "compressor.plan." + std::to_string(m);
+  auto* packed = ctx.scratch.get<int64_t>(tag, static_cast<int64_t>(p.host.size()));
+  auto* rope = ctx.scratch.get<int32_t>(tag + ".rope", count);
+  upload(ctx, packed, p.host);
+  upload(ctx, rope, p.rope_host);
+  p.windows = {count, m, 0, packed, packed + count, packed + 2 * count, packed + 3 * count};
+  p.ape_rows = packed + 4 * count;
+  p.keep_src = p.ape_rows + ape_rows.size();
+  p.keep_dst = p.keep_src + p.keep;
+  p.rope_positions = rope;
+  return p;
+}
+
+const DeviceCompressors::RatioPlan& DeviceCompressors::plan_of(int64_t m) const {
+  const auto it =
+      std::find_if(plans_.begin(), plans_.end(), [m](const RatioPlan& p) { return p.m == m; });
+  TS_CHECK(it != plans_.end(), "device compressors: no plan for ratio {} this step", m);
+  return *it;
+}
+
+void DeviceCompressors::run(const DeviceForwardContext& ctx, int64_t layer,
+                            const DeviceCompressor& w, bool indexer, const float* x,
+                            const float* inv_freq) const {
+  const ModelConfig& cfg = ctx.config;
+  const device::DeviceOps& ops = ctx.ops;
+  const device::Stream& s = ctx.stream;
+  const int64_t m = cfg.compress_ratio(layer);
+  const RatioPlan& p = plan_of(m);
+  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t width = w.wkv.out, d = indexer ? cfg.index_head_dim : cfg.head_dim;
+  const CompressorRings::Ring& ring = ctx.pools.rings.ring(layer, indexer);
+  TS_CHECK(ring.width == width, "layer {}: compressor ring rows of {} values, projections of {}",
+           layer, ring.width, width);
+
+  const std::string tag = indexer ? "compressor.index." : "compressor.main.";
+  float* kv = ctx.scratch.get<float>(tag + "kv", T * width);      // [T, width]
+  float* gate = ctx.scratch.get<float>(tag + "gate", T * width);  // [T, width]
+  linear(ops, s, x, T, w.wkv, kv);
+  linear(ops, s, x, T, w.wgate, gate);
+  // gate[t] += ape[p_t % m]: the combine with one "expert" of weight 1 per row.
+  ops.moe_combine(s, w.ape, p.ape_rows, ones_dev_, T, 1, width, gate);
+  load_restored(ctx, layer, indexer, ring);
+
+  const int64_t count = p.windows.count;
+  if (count > 0) {
+    float* entries = ctx.scratch.get<float>(tag + "entries", count * d);  // [count, d]
+    device::CompressorWindows windows = p.windows;
+    windows.dim = d;
+    ops.compress_windows(s, windows, kv, gate, ring.kv, ring.gate, entries);
+    rms_norm(ops, s, entries, count, d, w.norm, static_cast<float>(cfg.rms_norm_eps));
+    ops.rope(s, entries, count, 1, d, cfg.rope_dim, p.rope_positions, inv_freq, false);
+    std::vector<int64_t> slots(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      SequenceKv& owner = *chunks_[p.owner[static_cast<size_t>(i)]].kv;
+      const int64_t k = p.rope_host[static_cast<size_t>(i)] / m;
+      slots[static_cast<size_t>(i)] =
+          indexer ? owner.indexer_slot(layer, k) : owner.append_compressed(layer);
+    }
+    const ts_kv_layout& layout =
+        indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
+    ctx.kv_format.store(layout, entries, slots,
+                        indexer ? ctx.pools.indexer.data() : ctx.pools.main.data(),
+                        device::plugin_device(ctx.device, s));
+  }
+  record_snapshots(ctx, layer, indexer, ring, kv, gate);
+  if (p.keep > 0) {  // after every read of the rings this step
+    ops.copy_rows(s, kv, p.keep_src, p.keep, width, ring.kv, p.keep_dst);
+    ops.copy_rows(s, gate, p.keep_src, p.keep, width, ring.gate, p.keep_dst);
+  }
+}
+
+void DeviceCompressors::load_restored(const DeviceForwardContext& ctx, int64_t layer, bool indexer,
+                                      const CompressorRings::Ring& ring) const {
+  for (const Restore& r : restores_) {
+    const CompressorSnapshot& snap = (indexer ? r.indexer : r.main)[static_cast<size_t>(layer)];
+    if (!snap.has_previous) {
+      continue;
+    }
+    const Chunk& ch = chunks_[r.chunk];
+    const int64_t m = ctx.config.compress_ratio(layer);
+    const int64_t row = ring_row(ch.slot, ch.first_position - m, m);  // the previous window
+    const size_t bytes = snap.prev_kv.size() * sizeof(float);
+    ctx.device.copy(ring.kv + row * ring.width, snap.prev_kv.data(), bytes,
+                    device::CopyKind::kHostToDevice, ctx.stream);
+    ctx.device.copy(ring.gate + row * ring.width, snap.prev_gate.data(), bytes,
+                    device::CopyKind::kHostToDevice, ctx.stream);
+  }
+}
+
+void DeviceCompressors::record_snapshots(const DeviceForwardContext& ctx, int64_t layer,
+                                         bool indexer, const CompressorRings::Ring& ring,
+                                         const float* kv, const float* gate) const {
+  const int64_t m = ctx.config.compress_ratio(layer), width = ring.width;
+  for (const SnapshotAt& at : snapshots_) {
+    const Chunk& ch = chunks_[at.chunk];
+    CompressorSnapshot& out = ch.kv->snapshot_compressor(layer, indexer, at.length);
+    out = {};
+    if (m != 4) {
+      continue;  // at a window boundary, m = 128 resumes from nothing
+    }
+    // The previous window: positions [L - m, L); those before the step are in the ring (its
+    // window's rows are contiguous there), the others are the step's rows.
+    out.has_previous = true;
+    out.prev_kv.resize(static_cast<size_t>(m * width));
+    out.prev_gate.resize(static_cast<size_t>(m * width));
+    const int64_t first = at.length - m, split = std::max(first, ch.first_position);
+    const auto to_host = [&](bool from_ring, int64_t row, int64_t rows, int64_t dst_row) {
+      const auto bytes = static_cast<size_t>(rows * width) * sizeof(float);
+      const auto offset = static_cast<size_t>(dst_row * width);
+      ctx.device.copy(out.prev_kv.data() + offset, (from_ring ? ring.kv : kv) + row * width, bytes,
+                      device::CopyKind::kDeviceToHost, ctx.stream);
+      ctx.device.copy(out.prev_gate.data() + offset, (from_ring ? ring.gate : gate) + row * width,
+                      bytes, device::CopyKind::kDeviceToHost, ctx.stream);
+    };
+    if (split > first) {
+      to_host(true, ring_row(ch.slot, first, m), split - first, 0);
+    }
+    to_host(false, ch.first_row + split - ch.first_position, at.length - split, split - first);
+  }
+}
+
+void DeviceCompressors::finish(const ForwardBatch& batch) {
+  for (const SequenceChunk& c : batch.chunks) {
+    c.kv->set_ring_primed();
+  }
+}
+
+}  // namespace tessera::dsv4

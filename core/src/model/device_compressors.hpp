@@ -1,0 +1,87 @@
+// The compressors of the device forward, their state on the device (kv/compressor_rings.hpp; the
+// algorithm: kv/compressor_state.hpp). Before a step the host works out from the positions alone
+// which windows each sequence closes, where each of their rows is (the step's projections or the
+// sequence's ring) and which rows the rings keep, and sends that plan to the device with one copy
+// per compression ratio. Each layer's compressor then runs without a host synchronisation:
+// projections, ape, pooling, norm, RoPE at the window start, the kv format's store, the rings
+// updated. A prefix snapshot's compressor state (the previous window's rows, m = 4) is copied to
+// the host, valid after the step's synchronisation; a sequence restored from a snapshot loads it
+// into its ring at its first device step. One rank's thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "device/device_ops.hpp"
+#include "kv/sequence_kv.hpp"
+#include "model/device_weight_views.hpp"
+#include "model/forward_batch.hpp"
+
+namespace tessera::dsv4 {
+
+struct DeviceForwardContext;
+
+class DeviceCompressors {
+ public:
+  // Before the step's compressors (ctx.scratch holds the plans): takes each sequence's ring
+  // slot, plans every compression ratio of the model, and copies the plans to the device.
+  void plan(const DeviceForwardContext& ctx);
+  // The layer's main compressor (indexer false) or its indexer's over the step's rows x [T, D]
+  // (device memory); inv_freq: the layer's RoPE frequencies on the device. The main compressor
+  // runs first: its entries take the indexer's slots too (SequenceKv::append_compressed).
+  void run(const DeviceForwardContext& ctx, int64_t layer, const DeviceCompressor& w, bool indexer,
+           const float* x, const float* inv_freq) const;
+  // After the step's synchronisation: every sequence's ring holds its last windows.
+  static void finish(const ForwardBatch& batch);
+
+ private:
+  // A chunk's place in the step: its sequence, first position and row, ring slot.
+  struct Chunk {
+    SequenceKv* kv = nullptr;
+    int64_t first_position = 0, first_row = 0, tokens = 0;
+    int32_t slot = 0;
+  };
+  // A snapshot at `length` inside the step's tokens of chunk `chunk`.
+  struct SnapshotAt {
+    size_t chunk = 0;
+    int64_t length = 0;
+  };
+  // A sequence restored from a snapshot, at its first device step: the previous window's rows of
+  // each overlapping compressor, [layers] (empty where the layer has none).
+  struct Restore {
+    size_t chunk = 0;
+    std::vector<CompressorSnapshot> main, indexer;
+  };
+  // The step's work of every compressor with ratio m.
+  struct RatioPlan {
+    int64_t m = 0;
+    std::vector<int64_t> host;       // the index arrays below, packed, as uploaded
+    std::vector<int32_t> rope_host;  // each window's start k * m
+    std::vector<size_t> owner;       // [windows] the chunk of each closed window
+    device::CompressorWindows windows;
+    const int32_t* rope_positions = nullptr;  // [windows]
+    const int64_t* ape_rows = nullptr;        // [T]: p % m
+    int64_t keep = 0;                         // rows kept in the rings
+    const int64_t* keep_src = nullptr;        // [keep] the step's rows
+    const int64_t* keep_dst = nullptr;        // [keep] ring rows
+  };
+
+  RatioPlan plan_ratio(const DeviceForwardContext& ctx, int64_t m) const;
+  const RatioPlan& plan_of(int64_t m) const;
+  // Restored sequences' previous windows into their rings, before the step reads them.
+  void load_restored(const DeviceForwardContext& ctx, int64_t layer, bool indexer,
+                     const CompressorRings::Ring& ring) const;
+  // The snapshots' compressor states of this layer, copied to the host.
+  void record_snapshots(const DeviceForwardContext& ctx, int64_t layer, bool indexer,
+                        const CompressorRings::Ring& ring, const float* kv,
+                        const float* gate) const;
+
+  std::vector<Chunk> chunks_;
+  std::vector<SnapshotAt> snapshots_;
+  std::vector<Restore> restores_;
+  std::vector<RatioPlan> plans_;
+  std::vector<float> ones_;          // [T] the ape add's weights
+  const float* ones_dev_ = nullptr;  // their device copy
+};
+
+}  // namespace tessera::dsv4
