@@ -13,6 +13,11 @@ namespace {
 // Windows a ring keeps per slot: the overlap (m = 4) reads the previous window too.
 int64_t ring_windows(int64_t m) { return m == 4 ? 2 : 1; }
 
+// Where snapshot i's state of layer's main (indexer false) or indexer compressor is staged.
+size_t snapshot_index(size_t i, int64_t layer, bool indexer, int64_t layers) {
+  return (i * static_cast<size_t>(layers) + static_cast<size_t>(layer)) * 2 + (indexer ? 1 : 0);
+}
+
 // Row of position p in the ring of the sequence holding `slot`.
 int64_t ring_row(int64_t slot, int64_t p, int64_t m) {
   const int64_t windows = ring_windows(m);
@@ -69,6 +74,7 @@ void DeviceCompressors::plan(const DeviceForwardContext& ctx) {
   float* ones = ctx.scratch.get<float>("compressor.ones", T);
   upload(ctx, ones, ones_);
   ones_dev_ = ones;
+  plan_snapshots(ctx);
   for (int64_t l = 0; l < cfg.num_layers; ++l) {
     const int64_t m = cfg.compress_ratio(l);
     const bool planned =
@@ -200,39 +206,87 @@ void DeviceCompressors::load_restored(const DeviceForwardContext& ctx, int64_t l
   }
 }
 
+void DeviceCompressors::plan_snapshots(const DeviceForwardContext& ctx) {
+  const ModelConfig& cfg = ctx.config;
+  snapshot_offsets_.assign(snapshots_.size() * static_cast<size_t>(cfg.num_layers) * 2, -1);
+  int64_t floats = 0;
+  for (size_t i = 0; i < snapshots_.size(); ++i) {
+    for (int64_t l = 0; l < cfg.num_layers; ++l) {
+      if (cfg.compress_ratio(l) != 4) {
+        continue;  // at a window boundary, m = 128 resumes from nothing
+      }
+      for (const bool indexer : {false, true}) {
+        snapshot_offsets_[snapshot_index(i, l, indexer, cfg.num_layers)] = floats;
+        floats += 2 * 4 * ctx.pools.rings.ring(l, indexer).width;  // kv and gate [m, width]
+      }
+    }
+  }
+  snapshot_host_.resize(static_cast<size_t>(floats));
+  snapshot_rows_ = floats > 0 ? ctx.scratch.get<float>("compressor.snapshots", floats) : nullptr;
+}
+
 void DeviceCompressors::record_snapshots(const DeviceForwardContext& ctx, int64_t layer,
                                          bool indexer, const CompressorRings::Ring& ring,
                                          const float* kv, const float* gate) const {
   const int64_t m = ctx.config.compress_ratio(layer), width = ring.width;
-  for (const SnapshotAt& at : snapshots_) {
-    const Chunk& ch = chunks_[at.chunk];
-    CompressorSnapshot& out = ch.kv->snapshot_compressor(layer, indexer, at.length);
-    out = {};
-    if (m != 4) {
-      continue;  // at a window boundary, m = 128 resumes from nothing
+  for (size_t i = 0; i < snapshots_.size(); ++i) {
+    const int64_t offset =
+        snapshot_offsets_[snapshot_index(i, layer, indexer, ctx.config.num_layers)];
+    if (offset < 0) {
+      continue;
     }
     // The previous window: positions [L - m, L); those before the step are in the ring (its
-    // window's rows are contiguous there), the others are the step's rows.
-    out.has_previous = true;
-    out.prev_kv.resize(static_cast<size_t>(m * width));
-    out.prev_gate.resize(static_cast<size_t>(m * width));
-    const int64_t first = at.length - m, split = std::max(first, ch.first_position);
-    const auto to_host = [&](bool from_ring, int64_t row, int64_t rows, int64_t dst_row) {
+    // window's rows are contiguous there), the others are the step's rows. Into the staging
+    // buffer: kv [m, width], then gate [m, width].
+    const Chunk& ch = chunks_[snapshots_[i].chunk];
+    const int64_t length = snapshots_[i].length;
+    const int64_t first = length - m, split = std::max(first, ch.first_position);
+    float* dst_kv = snapshot_rows_ + offset;
+    float* dst_gate = dst_kv + m * width;
+    const auto stage = [&](bool from_ring, int64_t row, int64_t rows, int64_t dst_row) {
       const auto bytes = static_cast<size_t>(rows * width) * sizeof(float);
-      const auto offset = static_cast<size_t>(dst_row * width);
-      ctx.device.copy(out.prev_kv.data() + offset, (from_ring ? ring.kv : kv) + row * width, bytes,
-                      device::CopyKind::kDeviceToHost, ctx.stream);
-      ctx.device.copy(out.prev_gate.data() + offset, (from_ring ? ring.gate : gate) + row * width,
-                      bytes, device::CopyKind::kDeviceToHost, ctx.stream);
+      ctx.device.copy(dst_kv + dst_row * width, (from_ring ? ring.kv : kv) + row * width, bytes,
+                      device::CopyKind::kDeviceToDevice, ctx.stream);
+      ctx.device.copy(dst_gate + dst_row * width, (from_ring ? ring.gate : gate) + row * width,
+                      bytes, device::CopyKind::kDeviceToDevice, ctx.stream);
     };
     if (split > first) {
-      to_host(true, ring_row(ch.slot, first, m), split - first, 0);
+      stage(true, ring_row(ch.slot, first, m), split - first, 0);
     }
-    to_host(false, ch.first_row + split - ch.first_position, at.length - split, split - first);
+    stage(false, ch.first_row + split - ch.first_position, length - split, split - first);
   }
 }
 
-void DeviceCompressors::finish(const ForwardBatch& batch) {
+void DeviceCompressors::download(const DeviceForwardContext& ctx) {
+  if (!snapshot_host_.empty()) {
+    ctx.device.copy(snapshot_host_.data(), snapshot_rows_, snapshot_host_.size() * sizeof(float),
+                    device::CopyKind::kDeviceToHost, ctx.stream);
+  }
+}
+
+void DeviceCompressors::finish(const ModelConfig& config, const ForwardBatch& batch) {
+  for (size_t i = 0; i < snapshots_.size(); ++i) {
+    SequenceKv& kv = *chunks_[snapshots_[i].chunk].kv;
+    for (int64_t l = 0; l < config.num_layers; ++l) {
+      const int64_t m = config.compress_ratio(l);
+      for (const bool indexer : {false, true}) {
+        if (m == 0 || (indexer && m != 4)) {
+          continue;
+        }
+        CompressorSnapshot& out = kv.snapshot_compressor(l, indexer, snapshots_[i].length);
+        out = {};
+        const int64_t offset = snapshot_offsets_[snapshot_index(i, l, indexer, config.num_layers)];
+        if (offset < 0) {
+          continue;
+        }
+        const auto rows = snapshot_host_.begin() + offset;
+        const int64_t half = m * (indexer ? 2 * config.index_head_dim : 2 * config.head_dim);
+        out.has_previous = true;
+        out.prev_kv.assign(rows, rows + half);
+        out.prev_gate.assign(rows + half, rows + 2 * half);
+      }
+    }
+  }
   for (const SequenceChunk& c : batch.chunks) {
     c.kv->set_ring_primed();
   }

@@ -4,9 +4,10 @@
 // sequence's ring) and which rows the rings keep, and sends that plan to the device with one copy
 // per compression ratio. Each layer's compressor then runs without a host synchronisation:
 // projections, ape, pooling, norm, RoPE at the window start, the kv format's store, the rings
-// updated. A prefix snapshot's compressor state (the previous window's rows, m = 4) is copied to
-// the host, valid after the step's synchronisation; a sequence restored from a snapshot loads it
-// into its ring at its first device step. One rank's thread.
+// updated. A prefix snapshot's compressor state (the previous window's rows, m = 4) is gathered
+// on the device and copied to the host once, at the step's end (a copy to pageable host memory
+// waits for the stream); a sequence restored from a snapshot loads it into its ring at its first
+// device step. One rank's thread.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +32,12 @@ class DeviceCompressors {
   // runs first: its entries take the indexer's slots too (SequenceKv::append_compressed).
   void run(const DeviceForwardContext& ctx, int64_t layer, const DeviceCompressor& w, bool indexer,
            const float* x, const float* inv_freq) const;
-  // After the step's synchronisation: every sequence's ring holds its last windows.
-  static void finish(const ForwardBatch& batch);
+  // After the last compressor: the snapshots' states to the host (one copy).
+  void download(const DeviceForwardContext& ctx);
+  // After the step's synchronisation: the snapshots' compressor states handed to their sequences
+  // (before SequenceKv::advance builds the snapshots); every sequence's ring holds its last
+  // windows.
+  void finish(const ModelConfig& config, const ForwardBatch& batch);
 
  private:
   // A chunk's place in the step: its sequence, first position and row, ring slot.
@@ -71,7 +76,9 @@ class DeviceCompressors {
   // Restored sequences' previous windows into their rings, before the step reads them.
   void load_restored(const DeviceForwardContext& ctx, int64_t layer, bool indexer,
                      const CompressorRings::Ring& ring) const;
-  // The snapshots' compressor states of this layer, copied to the host.
+  // Staging offsets of the step's snapshots' compressor states.
+  void plan_snapshots(const DeviceForwardContext& ctx);
+  // The snapshots' compressor states of this layer into the staging buffer.
   void record_snapshots(const DeviceForwardContext& ctx, int64_t layer, bool indexer,
                         const CompressorRings::Ring& ring, const float* kv,
                         const float* gate) const;
@@ -82,6 +89,11 @@ class DeviceCompressors {
   std::vector<RatioPlan> plans_;
   std::vector<float> ones_;          // [T] the ape add's weights
   const float* ones_dev_ = nullptr;  // their device copy
+  // The snapshots' previous windows (m = 4): [snapshot][layer][main, indexer] offsets (-1: none)
+  // into the staging buffer on the device, and its host copy.
+  std::vector<int64_t> snapshot_offsets_;
+  float* snapshot_rows_ = nullptr;
+  std::vector<float> snapshot_host_;
 };
 
 }  // namespace tessera::dsv4

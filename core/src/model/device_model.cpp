@@ -136,6 +136,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       device_.synchronize(stream_);
     }
   }
+  compressors_.download(ctx);
 
   // Only the rows that need logits go through hc_head, the norm and the vocabulary head.
   Logits logits;
@@ -185,10 +186,10 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   ctx.mark("head + logits to host");
   device_.synchronize(stream_);
   // After the synchronisation: the snapshots' compressor states have arrived.
+  compressors_.finish(config_, batch);
   for (const SequenceChunk& c : batch.chunks) {
     c.kv->advance(static_cast<int64_t>(c.tokens.size()));
   }
-  DeviceCompressors::finish(batch);
   check_routing(config_, failures, batch);
   return logits;
 }
