@@ -102,6 +102,9 @@ TEST(DeviceCompressorRingSlots, SequencesSharingStepsKeepTheirOwnWindows) {
       worst = std::max(worst, max_difference(alone, row, together, row + 1));
     }
   }
+  // Their compressor state is on the device only: no host window buffers.
+  EXPECT_EQ(first->compressor_bytes(), 0);
+  EXPECT_EQ(second->compressor_bytes(), 0);
   std::printf("batched against alone: max |dlogit| %.3g\n", worst);
   EXPECT_LE(worst, 1e-4);  // both sequences in one ring slot: 0.88
 }

@@ -42,7 +42,8 @@ void Rank::apply(const CacheOp& op) {
       const auto it = sequences_.find(op.sequence);
       TS_CHECK(it != sequences_.end(), "free of unknown sequence {}", op.sequence);
       it->second->reset();  // its pages go back now, whether or not the object is kept
-      // Every object of a rank holds buffers of the same size (one model config).
+      // Every object of a rank holds buffers of the same size (one model config), or none (the
+      // device forward keeps the compressors' state on the device).
       const auto kept = static_cast<int64_t>(spare_.size()) + 1;
       if (kept * it->second->compressor_bytes() <= kSpareBytes) {
         spare_.push_back(std::move(it->second));

@@ -10,15 +10,16 @@
 namespace tessera::dsv4 {
 
 CompressorState::CompressorState(int64_t ratio, int64_t dim)
-    : ratio_(ratio),
-      dim_(dim),
-      width_(ratio == 4 ? 2 * dim : dim),
-      overlap_(ratio == 4),
-      kv_(static_cast<size_t>(ratio * width_)),
-      gate_(static_cast<size_t>(ratio * width_)) {
+    : ratio_(ratio), dim_(dim), width_(ratio == 4 ? 2 * dim : dim), overlap_(ratio == 4) {}
+
+void CompressorState::allocate_windows() {
+  const auto values = static_cast<size_t>(ratio_ * width_);
+  for (WindowBuffer* b : {&kv_, &gate_}) {
+    b->resize(values);
+  }
   if (overlap_) {
-    prev_kv_.resize(kv_.size());
-    prev_gate_.resize(gate_.size());
+    prev_kv_.resize(values);
+    prev_gate_.resize(values);
   }
 }
 
@@ -30,6 +31,9 @@ int64_t CompressorState::state_bytes() const {
 std::optional<std::vector<float>> CompressorState::push(int64_t position, const float* kv,
                                                         const float* gate) {
   TS_CHECK(ratio_ > 0, "compressor state used on a layer without compression");
+  if (kv_.empty()) {
+    allocate_windows();
+  }
   const int64_t slot = position % ratio_;
   std::copy(kv, kv + width_, kv_.begin() + slot * width_);
   std::copy(gate, gate + width_, gate_.begin() + slot * width_);
@@ -70,10 +74,10 @@ void CompressorState::restore(const CompressorSnapshot& snapshot) {
   pending_ = 0;
   has_previous_ = overlap_ && snapshot.has_previous;
   if (has_previous_) {
-    TS_CHECK(snapshot.prev_kv.size() == prev_kv_.size() &&
-                 snapshot.prev_gate.size() == prev_gate_.size(),
+    const auto values = static_cast<size_t>(ratio_ * width_);
+    TS_CHECK(snapshot.prev_kv.size() == values && snapshot.prev_gate.size() == values,
              "compressor snapshot of {} values restored into a state of {}",
-             snapshot.prev_kv.size(), prev_kv_.size());
+             snapshot.prev_kv.size(), values);
     prev_kv_.assign(snapshot.prev_kv.begin(), snapshot.prev_kv.end());
     prev_gate_.assign(snapshot.prev_gate.begin(), snapshot.prev_gate.end());
   }

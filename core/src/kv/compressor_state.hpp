@@ -30,6 +30,8 @@ struct CompressorSnapshot {
 class CompressorState {
  public:
   CompressorState() = default;
+  // The window buffers are allocated at the first push (the device forward never pushes: its
+  // state is on the device, model/device_compressors.hpp) or by a restore (the previous window).
   CompressorState(int64_t ratio, int64_t dim);
 
   // Adds the token at `position` (positions must arrive in order). Returns the pooled entry
@@ -38,7 +40,7 @@ class CompressorState {
 
   int64_t ratio() const { return ratio_; }
   int64_t width() const { return width_; }
-  int64_t state_bytes() const;
+  int64_t state_bytes() const;  // of the buffers allocated
 
   // True when no window is partly filled (the last token pushed closed one, or none was pushed).
   bool at_window_boundary() const { return pending_ == 0; }
@@ -55,6 +57,8 @@ class CompressorState {
   }
 
  private:
+  void allocate_windows();
+
   int64_t ratio_ = 0;
   int64_t dim_ = 0;    // d: entry width
   int64_t width_ = 0;  // c * d: projected row width
