@@ -109,6 +109,54 @@ TEST(DeviceCompressorRingSlots, SequencesSharingStepsKeepTheirOwnWindows) {
   EXPECT_LE(worst, 1e-4);  // both sequences in one ring slot: 0.88
 }
 
+// The cpu backend, counting the stream's synchronisations.
+class CountingCpuDevice : public device::CpuDevice {
+ public:
+  void synchronize(const device::Stream& stream) override {
+    ++synchronizations;
+    CpuDevice::synchronize(stream);
+  }
+  int64_t synchronizations = 0;
+};
+
+// The compressors' state is on the device, so a step waits for its stream once, at its end,
+// whatever windows close and whether a snapshot is taken. Counted on a second run of the same
+// steps: on the first, the step buffers grow, and growing one waits for the work that may still
+// read it.
+TEST(DeviceCompressorRingSlots, AStepWaitsForTheDeviceOnce) {
+  auto counting = std::make_unique<CountingCpuDevice>();
+  CountingCpuDevice& device = *counting;
+  DeviceEngine e(std::move(counting), options_for(kShipped, "{}"));
+  const std::vector<int32_t> prompt = prompt_of(200, static_cast<int32_t>(e.config.vocab_size));
+  const auto part = [&](int64_t from, int64_t n) {
+    return std::span<const int32_t>(prompt.data() + from, static_cast<size_t>(n));
+  };
+  // The waits of each step: a prefill closing 31 ratio-4 windows; a step of two sequences, one
+  // closing ratio-128 windows and taking a snapshot; three decode steps.
+  const auto waits = [&]() {
+    auto a = e.new_sequence(), b = e.new_sequence();
+    std::vector<std::vector<dsv4::SequenceChunk>> steps = {
+        {{a.get(), part(0, 126), false}},
+        {{a.get(), part(126, 3), false}, {b.get(), part(0, 130), false}}};
+    for (int64_t i = 0; i < 3; ++i) {
+      steps.push_back({{a.get(), part(129 + i, 1), false}, {b.get(), part(130 + i, 1), false}});
+    }
+    b->request_snapshot(128);
+    std::vector<int64_t> out;
+    for (auto& chunks : steps) {
+      dsv4::ForwardBatch batch;
+      batch.chunks = std::move(chunks);
+      const int64_t before = device.synchronizations;
+      e.model->forward(batch);
+      out.push_back(device.synchronizations - before);
+    }
+    EXPECT_EQ(b->take_snapshots().size(), 1u);
+    return out;
+  };
+  waits();
+  EXPECT_EQ(waits(), std::vector<int64_t>(5, 1));
+}
+
 // One slot per running sequence: a step with more sequences than slots is refused before any
 // work, naming the setting; a reset sequence gives its slot back.
 TEST(DeviceCompressorRingSlots, MoreSequencesThanSlotsAreRefusedAndResetFreesTheSlot) {

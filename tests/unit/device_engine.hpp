@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "device/cpu_device.hpp"
 #include "device/open_device.hpp"
@@ -36,7 +37,9 @@ inline std::unique_ptr<device::Device> open_backend(const std::string& name) {
 // its memory, the device forward.
 struct DeviceEngine {
   DeviceEngine(const std::string& backend, const RuntimeOptions& options)
-      : device(open_backend(backend)),
+      : DeviceEngine(open_backend(backend), options) {}
+  DeviceEngine(std::unique_ptr<device::Device> on, const RuntimeOptions& options)
+      : device(std::move(on)),
         stream(device->create_stream()),
         config(dsv4::load_model_config(options.model_dir)),
         weights(dsv4::upload_model_weights(*device, stream, options.model_dir, config)),
