@@ -47,7 +47,7 @@ class DeviceCompressorRings : public ::testing::TestWithParam<std::string> {};
 // loads that window into its own ring and continues exactly as the original does, as does one
 // that ran the same prompt without any snapshot (the rows being the same on every side).
 TEST_P(DeviceCompressorRings, RestoredSnapshotContinuesAsTheSequenceItWasTakenFrom) {
-  DeviceEngine e(GetParam(), options_for(kShipped, "{}"));
+  DeviceEngine e(GetParam(), testing::parity_options(kShipped, "{}"));
   const std::vector<int32_t> prompt = prompt_of(160, static_cast<int32_t>(e.config.vocab_size));
   const auto part = [&](int64_t from, int64_t to) {
     return std::span<const int32_t>(prompt.data() + from, static_cast<size_t>(to - from));
@@ -78,7 +78,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, DeviceCompressorRings, ::testing::Values("cpu
 // give what each gives alone. The plan is the host's and the same on every backend (the emulated
 // device runs it in the tests above and in device_model_test), so the cpu backend checks it.
 TEST(DeviceCompressorRingSlots, SequencesSharingStepsKeepTheirOwnWindows) {
-  DeviceEngine e("cpu", options_for(kShipped, "{}"));
+  DeviceEngine e("cpu", testing::parity_options(kShipped, "{}"));
   const std::vector<int32_t> a = prompt_of(140, static_cast<int32_t>(e.config.vocab_size));
   const std::vector<int32_t> b(a.rbegin(), a.rend());
   // a's step edges; b's are one token earlier (its windows close in other steps).
@@ -126,7 +126,7 @@ class CountingCpuDevice : public device::CpuDevice {
 TEST(DeviceCompressorRingSlots, AStepWaitsForTheDeviceOnce) {
   auto counting = std::make_unique<CountingCpuDevice>();
   CountingCpuDevice& device = *counting;
-  DeviceEngine e(std::move(counting), options_for(kShipped, "{}"));
+  DeviceEngine e(std::move(counting), testing::parity_options(kShipped, "{}"));
   const std::vector<int32_t> prompt = prompt_of(200, static_cast<int32_t>(e.config.vocab_size));
   const auto part = [&](int64_t from, int64_t n) {
     return std::span<const int32_t>(prompt.data() + from, static_cast<size_t>(n));
@@ -160,7 +160,7 @@ TEST(DeviceCompressorRingSlots, AStepWaitsForTheDeviceOnce) {
 // One slot per running sequence: a step with more sequences than slots is refused before any
 // work, naming the setting; a reset sequence gives its slot back.
 TEST(DeviceCompressorRingSlots, MoreSequencesThanSlotsAreRefusedAndResetFreesTheSlot) {
-  RuntimeOptions options = options_for(kShipped, "{}");
+  RuntimeOptions options = testing::parity_options(kShipped, "{}");
   options.max_running_sequences = 1;
   DeviceEngine e("cpu", options);
   EXPECT_EQ(e.kv.pools->rings.slots(), 1);
@@ -184,7 +184,7 @@ TEST(DeviceCompressorRingSlots, MoreSequencesThanSlotsAreRefusedAndResetFreesThe
 // The rings come out of kv_cache.memory_gib: the pages shrink by their bytes, and a budget that
 // cannot hold them is refused at start-up naming both settings.
 TEST(DeviceCompressorRingSlots, RingsAreTakenFromTheKvBudget) {
-  RuntimeOptions options = options_for(kShipped, "{}");
+  RuntimeOptions options = testing::parity_options(kShipped, "{}");
   options.max_running_sequences = 4;
   DeviceEngine few("cpu", options);
   options.max_running_sequences = 256;

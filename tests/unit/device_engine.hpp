@@ -11,22 +11,11 @@
 #include "device/open_device.hpp"
 #include "model/device_model.hpp"
 #include "model/device_weights.hpp"
+#include "parity_fixture.hpp"
 #include "plugins/registry.hpp"
 #include "runtime/rank_kv.hpp"
 
 namespace tessera {
-
-// Options for the checkpoint in `dir` with the bf16 cache (kv_options: its options as JSON).
-inline RuntimeOptions options_for(const std::filesystem::path& dir, const std::string& kv_options) {
-  RuntimeOptions o;
-  o.model_dir = dir;
-  o.kv_plugin = "bf16";
-  o.kv_options_json = kv_options;
-  o.plugin_dirs = {TESSERA_PLUGIN_DIR};
-  o.memory_gib = 0.05;
-  o.max_context = 4096;
-  return o;
-}
 
 inline std::unique_ptr<device::Device> open_backend(const std::string& name) {
   if (name == "cpu") return std::make_unique<device::CpuDevice>();

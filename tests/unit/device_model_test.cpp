@@ -98,7 +98,7 @@ class DeviceModelParity : public ::testing::TestWithParam<std::string> {};
 TEST_P(DeviceModelParity, LogitsMatchTransformersAndTheCpuBackend) {
   const std::string fixture = GetParam();
   const auto f = testing::load_parity_fixture(fixture);
-  const RuntimeOptions options = options_for(f.dir, R"({"storage":"fp32"})");
+  const RuntimeOptions options = testing::parity_options(f.dir, R"({"storage":"fp32"})");
   DeviceEngine cpu("cpu", options), emulated("emulated", options);
   const bool fp8 = fixture.find("fp8") != std::string::npos;
   const auto P = static_cast<int64_t>(f.prompt.size());
@@ -168,7 +168,7 @@ class DevicePairs : public ::testing::TestWithParam<Pair> {};
 TEST_P(DevicePairs, TinyFp8OnTheEmulatorAgreesWithTheCpuBackend) {
   const Pair pair = GetParam();
   const auto f = testing::load_parity_fixture("tiny-fp8");
-  RuntimeOptions options = options_for(f.dir, "{}");
+  RuntimeOptions options = testing::parity_options(f.dir, "{}");
   options.kv_plugin = pair.kv;
   RuntimeOptions device_options = options;
   device_options.attention_plugin = pair.attention;
@@ -211,7 +211,7 @@ INSTANTIATE_TEST_SUITE_P(AttentionTimesKv, DevicePairs,
 // created, naming both plugins: mma over the bf16 cache with storage = "fp32".
 TEST(DevicePairs, MmaOverFp32StorageIsRefusedAtStartUp) {
   const auto f = testing::load_parity_fixture("tiny-fp8");
-  RuntimeOptions options = options_for(f.dir, R"({"storage":"fp32"})");
+  RuntimeOptions options = testing::parity_options(f.dir, R"({"storage":"fp32"})");
   options.attention_plugin = "mma";
   try {
     DeviceEngine engine("emulated", options);
@@ -228,7 +228,7 @@ TEST(DevicePairs, MmaOverFp32StorageIsRefusedAtStartUp) {
 // host forward's, token for token (bf16 cache on both sides).
 TEST(DeviceModelShipped, GreedyTokensEqualTheHostForward) {
   const std::filesystem::path dir = std::filesystem::path(TESSERA_SOURCE_DIR) / "models/tiny-dsv4";
-  const RuntimeOptions options = options_for(dir, "{}");
+  const RuntimeOptions options = testing::parity_options(dir, "{}");
   Runtime host(options);
   DeviceEngine engine("emulated", options);
   const std::vector<std::vector<int32_t>> prompts = {{0, 100, 2000, 37, 512, 9, 77, 3000, 45},

@@ -47,14 +47,7 @@ void compare_row(const float* ours, const float* golden, int64_t vocab, int64_t 
 }
 
 RuntimeOptions options_for(const testing::ParityFixture& f, const std::string& kv_options) {
-  RuntimeOptions o;
-  o.model_dir = f.dir;
-  o.kv_plugin = "bf16";
-  o.kv_options_json = kv_options;
-  o.plugin_dirs = {TESSERA_PLUGIN_DIR};
-  o.memory_gib = 0.05;
-  o.max_context = 4096;
-  return o;
+  return testing::parity_options(f.dir, kv_options);
 }
 
 // Prefill of the prompt (all logits), then one decode step per token: compared with golden.

@@ -11,12 +11,27 @@
 #include <string>
 #include <vector>
 
+#include "runtime/runtime_options.hpp"
 #include "weights/safetensors.hpp"
 
 namespace tessera::testing {
 
 inline std::filesystem::path parity_root() {
   return std::filesystem::path(TESSERA_SOURCE_DIR) / "tests/data/parity";
+}
+
+// Runtime options for the checkpoint in `dir` with the bf16 cache (kv_options: its options as
+// JSON), the in-tree plugins and a small pool.
+inline RuntimeOptions parity_options(const std::filesystem::path& dir,
+                                     const std::string& kv_options) {
+  RuntimeOptions o;
+  o.model_dir = dir;
+  o.kv_plugin = "bf16";
+  o.kv_options_json = kv_options;
+  o.plugin_dirs = {TESSERA_PLUGIN_DIR};
+  o.memory_gib = 0.05;
+  o.max_context = 4096;
+  return o;
 }
 
 // A fixture is "partial" when its golden file keeps prefill logits for some positions only
