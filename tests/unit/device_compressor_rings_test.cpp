@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "device_engine.hpp"
+#include "engine/engine.hpp"
+#include "runtime/runtime.hpp"
 #include "util/check.hpp"
 
 namespace tessera {
@@ -179,6 +181,28 @@ TEST(DeviceCompressorRingSlots, MoreSequencesThanSlotsAreRefusedAndResetFreesThe
   EXPECT_EQ(e.kv.pools->rings.free_slots(), 1);
   run(e, *two, tokens);
   EXPECT_EQ(two->length(), 5);
+}
+
+// An engine that would run more sequences than the device holds compressor state for is refused
+// at start-up, naming both numbers.
+TEST(DeviceCompressorRingSlots, AnEngineRunningMoreSequencesThanSlotsIsRefused) {
+  RuntimeOptions options = testing::parity_options(kShipped, "{}");
+  options.device = "cuda";
+  options.cuda_module = "emulated";
+  options.max_running_sequences = 2;
+  Runtime runtime(options);
+  engine::EngineOptions engine_options;
+  engine_options.max_running_sequences = 3;
+  try {
+    engine::Engine engine(runtime, engine_options, nullptr);
+    ADD_FAILURE() << "an engine of 3 sequences ran on rings of 2";
+  } catch (const Error& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("max_running_sequences = 3"), std::string::npos) << what;
+    EXPECT_NE(what.find("for 2 sequences"), std::string::npos) << what;
+  }
+  engine_options.max_running_sequences = 2;
+  engine::Engine fits(runtime, engine_options, nullptr);
 }
 
 // The rings come out of kv_cache.memory_gib: the pages shrink by their bytes, and a budget that

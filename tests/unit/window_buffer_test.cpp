@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "kv/compressor_state.hpp"
 
@@ -37,12 +38,18 @@ TEST(WindowBuffer, TheCacheStaysWithinItsBound) {
 }
 
 TEST(WindowBuffer, SequencesOfOneShapeShareTheCachedBlocks) {
+  const std::vector<float> row(64, 0.5F);
   const size_t before = cached_window_bytes();
-  { CompressorState s(128, 64); }  // kv_ and gate_: 128 x 64 floats each
+  {  // kv_ and gate_: 128 x 64 floats each, allocated at the first push
+    CompressorState s(128, 64);
+    EXPECT_EQ(s.state_bytes(), 0);
+    (void)s.push(0, row.data(), row.data());
+  }
   const size_t after_one = cached_window_bytes();
   EXPECT_GE(after_one, before + 2 * 128 * 64 * sizeof(float));
   {
     CompressorState s(128, 64);
+    (void)s.push(0, row.data(), row.data());
     EXPECT_EQ(cached_window_bytes(), after_one - 2 * 128 * 64 * sizeof(float));
   }
   EXPECT_EQ(cached_window_bytes(), after_one);

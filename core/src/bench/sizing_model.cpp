@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kv/compressor_rings.hpp"
 #include "model/dsv4_tensor_names.hpp"
 #include "model/dsv4_weight_plan.hpp"
 #include "model/official_formats.hpp"
@@ -148,15 +149,7 @@ double kv_bytes_stored_per_sequence(const dsv4::ModelConfig& c, const SizingOpti
 }
 
 double compressor_state_bytes_per_sequence(const dsv4::ModelConfig& c) {
-  double bytes = 0;
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    const int64_t m = c.compress_ratio(l);
-    if (m == 0) continue;
-    const int64_t overlap = m == 4 ? 2 : 1;  // rows c*m, width c*d; kv and gate; fp32
-    bytes += static_cast<double>(overlap * m * overlap * c.head_dim * 2 * 4);
-    if (m == 4) bytes += static_cast<double>(overlap * m * overlap * c.index_head_dim * 2 * 4);
-  }
-  return bytes;
+  return static_cast<double>(CompressorRings::bytes(c, 1));  // as much on the host
 }
 
 StepCost decode_step_cost(const ModelFootprint& model, const SizingOptions& o,

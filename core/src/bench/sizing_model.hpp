@@ -96,7 +96,8 @@ struct StepCost {  // one decode step at `batch` sequences, per rank
 [[nodiscard]] double resident_weight_bytes(const ModelFootprint& model, const SizingOptions& o);
 // What one sequence at `context` tokens keeps on every rank (one KV head): the window, the
 // compressed entries and indexer keys (DSV4.md §4: ~3,850 B per token for Flash + the window),
-// and separately the compressors' fp32 state (c*m rows of kv and gate, c*d wide, per layer).
+// and separately the compressors' fp32 state (c*m rows of kv and gate, c*d wide, per layer: a
+// sequence's CompressorState on the host, its ring slot on a device, kv/compressor_rings.hpp).
 [[nodiscard]] double kv_bytes_stored_per_sequence(const dsv4::ModelConfig& c,
                                                   const SizingOptions& o);
 [[nodiscard]] double compressor_state_bytes_per_sequence(const dsv4::ModelConfig& c);
