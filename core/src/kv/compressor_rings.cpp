@@ -12,8 +12,7 @@ CompressorRings::Ring shape(const dsv4::ModelConfig& config, int64_t layer, bool
     return {};
   }
   const int64_t d = indexer ? config.index_head_dim : config.head_dim;
-  const int64_t windows = m == 4 ? 2 : 1;
-  return {nullptr, nullptr, windows * m, (m == 4 ? 2 : 1) * d};
+  return {nullptr, nullptr, CompressorRings::windows(m) * m, (m == 4 ? 2 : 1) * d};
 }
 
 }  // namespace

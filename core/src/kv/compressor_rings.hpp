@@ -30,6 +30,12 @@ class CompressorRings {
   // storage: bytes(config, slots) bytes of the device's memory, outliving the rings.
   CompressorRings(const dsv4::ModelConfig& config, int64_t slots, float* storage);
 
+  // Windows a slot keeps of a ratio-m compressor, and the row of position p of slot `slot`.
+  [[nodiscard]] static int64_t windows(int64_t m) { return m == 4 ? 2 : 1; }
+  [[nodiscard]] static int64_t row(int64_t slot, int64_t p, int64_t m) {
+    return slot * windows(m) * m + (p / m % windows(m)) * m + p % m;
+  }
+
   // The bytes `slots` slots take for every compressor of `config`.
   [[nodiscard]] static uint64_t bytes(const dsv4::ModelConfig& config, int64_t slots);
 

@@ -10,18 +10,9 @@
 namespace tessera::dsv4 {
 namespace {
 
-// Windows a ring keeps per slot: the overlap (m = 4) reads the previous window too.
-int64_t ring_windows(int64_t m) { return m == 4 ? 2 : 1; }
-
 // Where snapshot i's state of layer's main (indexer false) or indexer compressor is staged.
 size_t snapshot_index(size_t i, int64_t layer, bool indexer, int64_t layers) {
   return (i * static_cast<size_t>(layers) + static_cast<size_t>(layer)) * 2 + (indexer ? 1 : 0);
-}
-
-// Row of position p in the ring of the sequence holding `slot`.
-int64_t ring_row(int64_t slot, int64_t p, int64_t m) {
-  const int64_t windows = ring_windows(m);
-  return slot * windows * m + (p / m % windows) * m + p % m;
 }
 
 template <class T>
@@ -70,10 +61,12 @@ void DeviceCompressors::plan(const DeviceForwardContext& ctx) {
     }
   }
   const auto T = static_cast<int64_t>(ctx.positions.size());
-  ones_.assign(static_cast<size_t>(T), 1.0F);
-  float* ones = ctx.scratch.get<float>("compressor.ones", T);
-  upload(ctx, ones, ones_);
-  ones_dev_ = ones;
+  if (static_cast<size_t>(T) > ones_.size()) {  // the buffer grows (and is refilled) only here
+    ones_.assign(static_cast<size_t>(T), 1.0F);
+    float* ones = ctx.scratch.get<float>("compressor.ones", T);
+    upload(ctx, ones, ones_);
+    ones_dev_ = ones;
+  }
   plan_snapshots(ctx);
   for (int64_t l = 0; l < cfg.num_layers; ++l) {
     const int64_t m = cfg.compress_ratio(l);
@@ -99,16 +92,17 @@ DeviceCompressors::RatioPlan DeviceCompressors::plan_ratio(const DeviceForwardCo
         window.push_back(q / m);
         first_position.push_back(ch.first_position);
         first_row.push_back(ch.first_row);
-        slot_row.push_back(ch.slot * ring_windows(m) * m);
+        slot_row.push_back(ch.slot * CompressorRings::windows(m) * m);
         p.rope_host.push_back(static_cast<int32_t>(q / m * m));
         p.owner.push_back(c);
       }
     }
     // The rows a later step may read: the open window's, and the one before it when overlapping.
-    const int64_t keep_from = std::max(ch.first_position, (end / m - (ring_windows(m) - 1)) * m);
+    const int64_t keep_from =
+        std::max(ch.first_position, (end / m - (CompressorRings::windows(m) - 1)) * m);
     for (int64_t q = keep_from; q < end; ++q) {
       src.push_back(ch.first_row + q - ch.first_position);
-      dst.push_back(ring_row(ch.slot, q, m));
+      dst.push_back(CompressorRings::row(ch.slot, q, m));
     }
   }
   const auto count = static_cast<int64_t>(window.size());
@@ -197,7 +191,8 @@ void DeviceCompressors::load_restored(const DeviceForwardContext& ctx, int64_t l
     }
     const Chunk& ch = chunks_[r.chunk];
     const int64_t m = ctx.config.compress_ratio(layer);
-    const int64_t row = ring_row(ch.slot, ch.first_position - m, m);  // the previous window
+    const int64_t row =
+        CompressorRings::row(ch.slot, ch.first_position - m, m);  // the previous window
     const size_t bytes = snap.prev_kv.size() * sizeof(float);
     ctx.device.copy(ring.kv + row * ring.width, snap.prev_kv.data(), bytes,
                     device::CopyKind::kHostToDevice, ctx.stream);
@@ -251,7 +246,7 @@ void DeviceCompressors::record_snapshots(const DeviceForwardContext& ctx, int64_
                       bytes, device::CopyKind::kDeviceToDevice, ctx.stream);
     };
     if (split > first) {
-      stage(true, ring_row(ch.slot, first, m), split - first, 0);
+      stage(true, CompressorRings::row(ch.slot, first, m), split - first, 0);
     }
     stage(false, ch.first_row + split - ch.first_position, length - split, split - first);
   }

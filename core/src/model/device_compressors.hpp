@@ -87,8 +87,8 @@ class DeviceCompressors {
   std::vector<SnapshotAt> snapshots_;
   std::vector<Restore> restores_;
   std::vector<RatioPlan> plans_;
-  std::vector<float> ones_;          // [T] the ape add's weights
-  const float* ones_dev_ = nullptr;  // their device copy
+  std::vector<float> ones_;          // the ape add's weights, as many as the largest step's rows
+  const float* ones_dev_ = nullptr;  // their device copy, uploaded when it grows
   // The snapshots' previous windows (m = 4): [snapshot][layer][main, indexer] offsets (-1: none)
   // into the staging buffer on the device, and its host copy.
   std::vector<int64_t> snapshot_offsets_;
