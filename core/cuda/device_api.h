@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TS_CUDA_DEVICE_API_VERSION 6
+#define TS_CUDA_DEVICE_API_VERSION 7
 #define TS_CUDA_DEVICE_ENTRY_SYMBOL "tessera_cuda_device_entry"
 
 typedef struct ts_cuda_device_info {
@@ -48,7 +48,10 @@ typedef struct ts_cuda_device_api {
   /* Device memory of `ordinal` (cudaMalloc: 256-byte aligned). */
   ts_status (*allocate)(int32_t ordinal, size_t bytes, void** out);
   ts_status (*release)(int32_t ordinal, void* memory);
-  /* Ordered on `stream` (NULL: the legacy default stream); host memory may be pageable. */
+  /* Ordered on `stream` (NULL: the legacy default stream). Host memory may be pageable (the
+   * runtime stages it: a host-to-device copy has read it when the call returns) or from
+   * host_allocate (read and written by the device as the stream runs: leave it alone until the
+   * stream has passed the copy). */
   ts_status (*copy)(int32_t ordinal, void* dst, const void* src, size_t bytes, int32_t kind,
                     void* stream);
   ts_status (*fill)(int32_t ordinal, void* dst, int32_t byte, size_t bytes, void* stream);
@@ -154,6 +157,15 @@ typedef struct ts_cuda_device_api {
                                 const float* ring_gate, float* entries);
   ts_status (*copy_rows)(int32_t ordinal, void* stream, const float* src, const int64_t* src_rows,
                          int64_t rows, int64_t width, float* dst, const int64_t* dst_rows);
+
+  /* Version 7: page-locked host memory (cudaHostAlloc, portable: usable with every device of the
+   * process), so that copies run without the runtime staging them (the step's logits come back
+   * into it). Tied to no device: it stays valid after the devices' objects are gone, as the
+   * module stays loaded for the life of the process. */
+  ts_status (*host_allocate)(size_t bytes, void** out);
+  ts_status (*host_release)(void* memory);
+  /* Where `p` lives: 0 pageable host memory (or unknown), 1 host_allocate's, 2 device memory. */
+  ts_status (*memory_kind)(const void* p, int32_t* kind);
 } ts_cuda_device_api;
 
 typedef const ts_cuda_device_api* (*ts_cuda_device_entry_fn)(void);

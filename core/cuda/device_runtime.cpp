@@ -84,6 +84,31 @@ ts_status release(int32_t ordinal, void* memory) {
   return cuda_status(cudaFree(memory), "cudaFree");
 }
 
+ts_status host_allocate(size_t bytes, void** out) {
+  if (out == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "out is null");
+  *out = nullptr;
+  return cuda_status(cudaHostAlloc(out, bytes == 0 ? 1 : bytes, cudaHostAllocPortable),
+                     ("cudaHostAlloc of " + std::to_string(bytes) + " bytes").c_str());
+}
+
+ts_status host_release(void* memory) {
+  if (memory == nullptr) return ok();
+  return cuda_status(cudaFreeHost(memory), "cudaFreeHost");
+}
+
+ts_status memory_kind(const void* p, int32_t* kind) {
+  if (kind == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "kind is null");
+  cudaPointerAttributes a{};
+  *kind = 0;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // an unknown pointer is pageable memory, not a sticky error
+    return ok();
+  }
+  if (a.type == cudaMemoryTypeHost) *kind = 1;
+  if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) *kind = 2;
+  return ok();
+}
+
 ts_status copy(int32_t ordinal, void* dst, const void* src, size_t bytes, int32_t kind,
                void* stream) {
   cudaMemcpyKind k;
@@ -484,7 +509,10 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  round_to_bf16,
                                  widen_bf16,
                                  compress_windows,
-                                 copy_rows};
+                                 copy_rows,
+                                 host_allocate,
+                                 host_release,
+                                 memory_kind};
 
 }  // namespace
 

@@ -33,6 +33,7 @@ enum cudaError_t {
 };
 inline constexpr unsigned cudaStreamNonBlocking = 1;
 inline constexpr unsigned cudaEventDisableTiming = 2;
+inline constexpr unsigned cudaHostAllocPortable = 1;
 struct cudaDeviceProp {
   char name[256];
   int major, minor;
@@ -56,7 +57,8 @@ enum cudaDeviceAttr {
 enum cudaMemoryType {
   cudaMemoryTypeUnregistered = 0,
   cudaMemoryTypeHost = 1,
-  cudaMemoryTypeDevice = 2
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3
 };
 struct cudaPointerAttributes {
   cudaMemoryType type;
@@ -69,6 +71,7 @@ cudaError_t take_last_error();  // the launch error since the last call, then cl
 const char* last_error_text();
 const char* sync_error_text();  // the last failed stream or event synchronisation's text
 bool is_device_memory(const void* p);
+bool is_page_locked(const void* p);  // from cudaHostAlloc (emulated_runtime.cpp)
 // The emulated device: an H200-like shared-memory budget with few multiprocessors, so that test
 // batches still split rows over several blocks.
 inline constexpr int kEmulatedSmCount = 4;
@@ -110,11 +113,12 @@ template <class Kernel>
 cudaError_t cudaFuncSetAttribute(Kernel*, cudaFuncAttribute, int value) {
   return value <= tessera::emu::kEmulatedSmemPerBlock ? cudaSuccess : cudaErrorInvalidValue;
 }
-// Ordered on the stream; a host-to-device copy reads its (pageable) source now, as the runtime
-// stages it before returning.
+// Ordered on the stream. A host-to-device copy from pageable memory reads its source now, as the
+// runtime stages it before returning; one from page-locked memory (cudaHostAlloc) reads it when
+// the stream runs the copy, as a GPU's DMA does, so that writing the source too early shows.
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind,
                                    cudaStream_t stream) {
-  if (kind == cudaMemcpyHostToDevice) {
+  if (kind == cudaMemcpyHostToDevice && !tessera::emu::is_page_locked(src)) {
     auto staged = std::make_shared<std::vector<unsigned char>>(
         static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + n);
     tessera::emu::enqueue(stream,
@@ -145,6 +149,10 @@ cudaError_t cudaDriverGetVersion(int* version);
 cudaError_t cudaRuntimeGetVersion(int* version);
 cudaError_t cudaMalloc(void** p, size_t bytes);
 cudaError_t cudaFree(void* p);
+// Page-locked host memory: the host's, remembered so that copies and cudaPointerGetAttributes
+// treat it as a GPU's runtime does.
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned flags);
+cudaError_t cudaFreeHost(void* p);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
@@ -157,7 +165,9 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
 inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
-  a->type = tessera::emu::is_device_memory(p) ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
+  a->type = tessera::emu::is_device_memory(p) ? cudaMemoryTypeDevice
+            : tessera::emu::is_page_locked(p) ? cudaMemoryTypeHost
+                                              : cudaMemoryTypeUnregistered;
   a->device = 0;
   return cudaSuccess;
 }

@@ -3,7 +3,11 @@
 // the host's.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -13,6 +17,9 @@
 #include "simt_emulator.hpp"
 
 namespace {
+
+std::mutex g_page_locked_mutex;
+std::map<uintptr_t, size_t> g_page_locked;  // cudaHostAlloc's blocks: start -> bytes
 
 std::mutex g_sync_error_mutex;
 std::string g_sync_error;  // the text of the last failed synchronisation
@@ -27,6 +34,13 @@ cudaError_t sync_result(bool ok, const std::string& error) {
 }  // namespace
 
 namespace tessera::emu {
+bool is_page_locked(const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard lock(g_page_locked_mutex);
+  auto it = g_page_locked.upper_bound(at);
+  return it != g_page_locked.begin() && at < std::prev(it)->first + std::prev(it)->second;
+}
+
 const char* sync_error_text() {
   std::lock_guard lock(g_sync_error_mutex);
   return g_sync_error.c_str();
@@ -74,6 +88,26 @@ cudaError_t cudaFree(void* p) {
   if (p != nullptr && !tessera::emu::is_device_memory(p)) return cudaErrorInvalidValue;
   tessera::emu::device_synchronize();  // as cudaFree synchronises the device
   tessera::emu::device_free(p);
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned /*flags*/) {
+  constexpr size_t kAlign = 4096;  // page-locked memory is whole pages
+  *p = std::aligned_alloc(kAlign, (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign);
+  if (*p == nullptr) return cudaErrorMemoryAllocation;
+  std::lock_guard lock(g_page_locked_mutex);
+  g_page_locked.emplace(reinterpret_cast<uintptr_t>(*p), std::max<size_t>(bytes, 1));
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* p) {
+  if (p == nullptr) return cudaSuccess;
+  {
+    std::lock_guard lock(g_page_locked_mutex);
+    if (g_page_locked.erase(reinterpret_cast<uintptr_t>(p)) == 0) return cudaErrorInvalidValue;
+  }
+  tessera::emu::device_synchronize();  // as cudaFreeHost waits for the copies that use it
+  std::free(p);
   return cudaSuccess;
 }
 

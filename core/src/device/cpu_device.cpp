@@ -318,13 +318,27 @@ uint64_t CpuDevice::free_bytes() const {
          static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-DeviceBuffer CpuDevice::allocate(size_t bytes) {
-  constexpr size_t kAlign = 256;  // as cudaMalloc
+namespace {
+
+// 256-byte aligned, as cudaMalloc; released with std::free.
+void* aligned_heap(size_t bytes) {
+  constexpr size_t kAlign = 256;
   const size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, rounded);
   if (p == nullptr)
     throw std::runtime_error("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
-  return DeviceBuffer(this, p, bytes);
+  return p;
+}
+
+}  // namespace
+
+DeviceBuffer CpuDevice::allocate(size_t bytes) {
+  return DeviceBuffer(this, aligned_heap(bytes), bytes);
+}
+
+HostBuffer CpuDevice::allocate_host(size_t bytes) {
+  return HostBuffer(static_cast<std::byte*>(aligned_heap(bytes)),
+                    HostRelease{[](const void*, void* m) noexcept { std::free(m); }, nullptr});
 }
 
 void CpuDevice::copy(void* dst, const void* src, size_t bytes, CopyKind, const Stream&) {

@@ -80,6 +80,9 @@ class CpuDevice : public Device {
   [[nodiscard]] Event create_event() override { return Event(this, nullptr); }
   // Work on the CPU is done when it returns: a timing event holds the time it was recorded.
   [[nodiscard]] Event create_timing_event() override;
+  // The heap: the CPU has nothing to page-lock for.
+  [[nodiscard]] HostBuffer allocate_host(size_t bytes) override;
+  [[nodiscard]] bool page_locked(const void*) const override { return false; }
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind, const Stream& stream) override;
   void fill(void* dst, int byte, size_t bytes, const Stream& stream) override;
   void synchronize(const Stream&) override {}

@@ -235,6 +235,28 @@ DeviceBuffer CudaDevice::allocate(size_t bytes) {
   return DeviceBuffer(this, p, bytes);
 }
 
+HostBuffer CudaDevice::allocate_host(size_t bytes) {
+  void* p = nullptr;
+  const ts_status s = api_.host_allocate(bytes, &p);
+  if (s.code != TS_OK)
+    throw std::runtime_error(
+        fmt::format("cuda:{} ({}): cannot allocate {} bytes of page-locked "
+                    "host memory: {}",
+                    ordinal_, info_.name, bytes, message_of(s)));
+  const HostRelease release{
+      [](const void* api, void* memory) noexcept {
+        (void)static_cast<const ts_cuda_device_api*>(api)->host_release(memory);
+      },
+      &api_};
+  return HostBuffer(static_cast<std::byte*>(p), release);
+}
+
+bool CudaDevice::page_locked(const void* p) const {
+  int32_t kind = 0;
+  check(api_.memory_kind(p, &kind), "memory_kind");
+  return kind == 1;
+}
+
 Stream CudaDevice::create_stream() {
   void* handle = nullptr;
   check(api_.stream_create(ordinal_, &handle), "stream_create");

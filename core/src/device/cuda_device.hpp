@@ -90,6 +90,8 @@ class CudaDevice final : public Device {
   [[nodiscard]] uint64_t free_bytes() const override;
   [[nodiscard]] const ts_cuda_device_info& info() const { return info_; }
   [[nodiscard]] DeviceBuffer allocate(size_t bytes) override;
+  [[nodiscard]] HostBuffer allocate_host(size_t bytes) override;
+  [[nodiscard]] bool page_locked(const void* p) const override;
   [[nodiscard]] Stream create_stream() override;
   [[nodiscard]] Event create_event() override;
   [[nodiscard]] Event create_timing_event() override;

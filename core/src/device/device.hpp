@@ -55,6 +55,18 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Host memory for copies to and from a device: page-locked on a CUDA device (the copies then run
+// without the runtime staging them), the heap on the CPU. It is tied to no Device object and may
+// outlive it; `release` frees it (the CUDA module stays loaded for the life of the process).
+struct HostRelease {
+  void (*release)(const void* context, void* memory) noexcept = nullptr;
+  const void* context = nullptr;  // e.g. the module's table
+  void operator()(std::byte* memory) const noexcept {
+    if (release != nullptr) release(context, memory);
+  }
+};
+using HostBuffer = std::unique_ptr<std::byte[], HostRelease>;
+
 // An in-order queue of device work (a CUDA stream; on the CPU device work runs at once).
 class Stream {
  public:
@@ -118,6 +130,10 @@ class Device {
 
   // Throws std::runtime_error naming the device and the size when it cannot.
   [[nodiscard]] virtual DeviceBuffer allocate(size_t bytes) = 0;
+  // Host memory the device copies to and from best (HostBuffer); 256-byte aligned at least.
+  [[nodiscard]] virtual HostBuffer allocate_host(size_t bytes) = 0;
+  // Whether `p` is in memory from allocate_host that is page-locked (never on the CPU device).
+  [[nodiscard]] virtual bool page_locked(const void* p) const = 0;
   [[nodiscard]] virtual Stream create_stream() = 0;
   [[nodiscard]] virtual Event create_event() = 0;
   // An event that also notes when the stream reaches it (benchmarks: device::StepTimeline).

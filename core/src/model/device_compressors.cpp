@@ -1,6 +1,7 @@
 #include "model/device_compressors.hpp"
 
 #include <algorithm>
+#include <span>
 #include <string>
 
 #include "device/plugin_device.hpp"
@@ -17,11 +18,7 @@ size_t snapshot_index(size_t i, int64_t layer, bool indexer, int64_t layers) {
 
 template <class T>
 void upload(const DeviceForwardContext& ctx, T* dst, const std::vector<T>& src) {
-  if (src.empty()) {
-    return;
-  }
-  ctx.device.copy(dst, src.data(), src.size() * sizeof(T), device::CopyKind::kHostToDevice,
-                  ctx.stream);
+  ctx.staging.upload(dst, std::span<const T>(src), ctx.stream);
 }
 
 }  // namespace
@@ -194,10 +191,9 @@ void DeviceCompressors::load_restored(const DeviceForwardContext& ctx, int64_t l
     const int64_t row =
         CompressorRings::row(ch.slot, ch.first_position - m, m);  // the previous window
     const size_t bytes = snap.prev_kv.size() * sizeof(float);
-    ctx.device.copy(ring.kv + row * ring.width, snap.prev_kv.data(), bytes,
-                    device::CopyKind::kHostToDevice, ctx.stream);
-    ctx.device.copy(ring.gate + row * ring.width, snap.prev_gate.data(), bytes,
-                    device::CopyKind::kHostToDevice, ctx.stream);
+    ctx.staging.upload_bytes(ring.kv + row * ring.width, snap.prev_kv.data(), bytes, ctx.stream);
+    ctx.staging.upload_bytes(ring.gate + row * ring.width, snap.prev_gate.data(), bytes,
+                             ctx.stream);
   }
 }
 

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "device/device.hpp"
 #include "device/device_ops.hpp"
+#include "device/host_staging.hpp"
 #include "device/scratch.hpp"
 #include "device/step_timeline.hpp"
 #include "kv/kv_format.hpp"
@@ -26,6 +28,7 @@ struct DeviceForwardContext {
   const device::Stream& stream;
   const device::DeviceOps& ops;
   device::Scratch& scratch;
+  device::HostStaging& staging;  // the step's uploads: put here, reset after the step
   const KvFormat& kv_format;
   KvPools& pools;  // page bytes in the device's memory
   const PluginInstance& attention;
@@ -57,7 +60,7 @@ void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const De
 // After the step: throws tessera::Error naming the first layer whose routing failed (a hash
 // layer's token id outside tid2eid, or an expert outside [0, E)); failures: routing_failures as
 // copied to the host.
-void check_routing(const ModelConfig& config, const std::vector<int64_t>& failures,
+void check_routing(const ModelConfig& config, std::span<const int64_t> failures,
                    const ForwardBatch& batch);
 
 }  // namespace tessera::dsv4

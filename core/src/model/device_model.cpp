@@ -1,5 +1,8 @@
 #include "model/device_model.hpp"
 
+#include <memory>
+#include <span>
+
 #include "model/device_forward_context.hpp"
 #include "ops/rope.hpp"
 #include "tessera/plugin_abi.h"
@@ -7,6 +10,9 @@
 
 namespace tessera::dsv4 {
 namespace {
+
+// Offsets into a host block: every part starts on a 256-byte boundary.
+size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // The mHC coefficients of one site for the step's streams [T, n, D] (ops/hyper_mix.hpp).
 struct HcCoefficients {
@@ -43,7 +49,9 @@ DeviceModel::DeviceModel(const ModelConfig& config, const DeviceModelView& weigh
       kv_format_(kv_format),
       attention_(attention),
       pools_(pools),
-      scratch_(device, stream) {
+      scratch_(device, stream),
+      staging_(device),
+      host_blocks_(device) {
   TS_CHECK_EQ(static_cast<int64_t>(weights.layers.size()), config.num_layers,
               "layers of the device weights");
   for (int64_t l = 0; l < config.num_layers; ++l) {
@@ -77,18 +85,20 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   }
   auto* ids_dev = scratch_.get<int32_t>("step.ids", T);
   auto* positions_dev = scratch_.get<int32_t>("step.positions", T);
-  device_.copy(ids_dev, ids.data(), ids.size() * sizeof(int32_t), device::CopyKind::kHostToDevice,
-               stream_);
-  device_.copy(positions_dev, positions32.data(), positions32.size() * sizeof(int32_t),
-               device::CopyKind::kHostToDevice, stream_);
+  if (staging_.in_use()) {  // a step that failed before its end: let its copies finish
+    device_.synchronize(stream_);
+    staging_.reset();
+  }
+  staging_.upload(ids_dev, std::span<const int32_t>(ids), stream_);
+  staging_.upload(positions_dev, std::span<const int32_t>(positions32), stream_);
 
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
   auto* routing_failures = scratch_.get<int64_t>("moe.routing_failures", config_.num_layers);
-  const DeviceForwardContext ctx{config_,     device_,          stream_,       ops,
-                                 scratch_,    kv_format_,       pools_,        attention_,
-                                 batch,       positions,        positions_dev, ids_dev,
-                                 st.timeline, routing_failures, &compressors_};
+  const DeviceForwardContext ctx{config_,    device_,     stream_,          ops,
+                                 scratch_,   staging_,    kv_format_,       pools_,
+                                 attention_, batch,       positions,        positions_dev,
+                                 ids_dev,    st.timeline, routing_failures, &compressors_};
   if (st.timeline != nullptr) {
     st.timeline->begin();
   }
@@ -144,8 +154,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   const std::vector<int64_t> rows = logit_rows(batch, logits.chunk_rows);
   const auto R = static_cast<int64_t>(rows.size());
   auto* rows_dev = scratch_.get<int64_t>("head.rows", R);
-  device_.copy(rows_dev, rows.data(), rows.size() * sizeof(int64_t),
-               device::CopyKind::kHostToDevice, stream_);
+  staging_.upload(rows_dev, std::span<const int64_t>(rows), stream_);
   float* picked = scratch_.get<float>("head.streams", R * n * D);
   float* mix = scratch_.get<float>("head.mix", R * n);
   float* y = scratch_.get<float>("head.y", R * D);
@@ -168,29 +177,45 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     comm_->all_gather(part, static_cast<size_t>(R * Vr), gathered, stream_);
     if (comm_->rank() == 0) ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
   }
-  if (comm_ == nullptr || comm_->rank() == 0) {  // the other ranks' logits are not read
+  // What comes back to the host, in one block of page-locked memory: the routing failures, and on
+  // the rank that samples the logits with their scans.
+  const bool sampled_here = comm_ == nullptr || comm_->rank() == 0;
+  const auto L = static_cast<size_t>(config_.num_layers);
+  const size_t n_values = sampled_here ? static_cast<size_t>(R * V) : 0;
+  const size_t n_groups = sampled_here ? static_cast<size_t>(R * groups) : 0;
+  const size_t n_scans = sampled_here ? static_cast<size_t>(R) : 0;
+  const size_t at_values = align_up(L * sizeof(int64_t));
+  const size_t at_groups = at_values + align_up(n_values * sizeof(float));
+  const size_t at_scans = at_groups + align_up(n_groups * sizeof(float));
+  const std::shared_ptr<std::byte> block =
+      host_blocks_.take(at_scans + n_scans * sizeof(ops::RowScan));
+  auto* failures = reinterpret_cast<int64_t*>(block.get());
+  if (sampled_here) {  // the other ranks' logits are not read
     ops.scan_rows(stream_, values, R, V, scans, group_max);
-    logits.values.resize(static_cast<size_t>(R * V));
-    logits.scans.resize(static_cast<size_t>(R));
-    logits.group_max.resize(static_cast<size_t>(R * groups));
-    device_.copy(logits.values.data(), values, logits.values.size() * sizeof(float),
+    logits.values =
+        HostArray<float>(reinterpret_cast<float*>(block.get() + at_values), n_values, block);
+    logits.group_max =
+        HostArray<float>(reinterpret_cast<float*>(block.get() + at_groups), n_groups, block);
+    logits.scans = HostArray<ops::RowScan>(reinterpret_cast<ops::RowScan*>(block.get() + at_scans),
+                                           n_scans, block);
+    device_.copy(logits.values.data(), values, n_values * sizeof(float),
                  device::CopyKind::kDeviceToHost, stream_);
-    device_.copy(logits.scans.data(), scans, logits.scans.size() * sizeof(ops::RowScan),
+    device_.copy(logits.scans.data(), scans, n_scans * sizeof(ops::RowScan),
                  device::CopyKind::kDeviceToHost, stream_);
-    device_.copy(logits.group_max.data(), group_max, logits.group_max.size() * sizeof(float),
+    device_.copy(logits.group_max.data(), group_max, n_groups * sizeof(float),
                  device::CopyKind::kDeviceToHost, stream_);
   }
-  std::vector<int64_t> failures(static_cast<size_t>(config_.num_layers));
-  device_.copy(failures.data(), routing_failures, failures.size() * sizeof(int64_t),
-               device::CopyKind::kDeviceToHost, stream_);
+  device_.copy(failures, routing_failures, L * sizeof(int64_t), device::CopyKind::kDeviceToHost,
+               stream_);
   ctx.mark("head + logits to host");
   device_.synchronize(stream_);
+  staging_.reset();
   // After the synchronisation: the snapshots' compressor states have arrived.
   compressors_.finish(config_, batch);
   for (const SequenceChunk& c : batch.chunks) {
     c.kv->advance(static_cast<int64_t>(c.tokens.size()));
   }
-  check_routing(config_, failures, batch);
+  check_routing(config_, std::span<const int64_t>(failures, L), batch);
   return logits;
 }
 

@@ -4,10 +4,11 @@
 // device's memory, attention and the kv format through their plugins on the device. Works on every
 // backend: the cpu one (host memory, the oracle's ops), cuda and emulated. Single rank.
 //
-// A step synchronises the stream once, at its end: logits come back to the host with their row
-// scans, with the MoE's routing failures and the prefix snapshots' compressor states. The host
-// plans the step before it from positions and cache bookkeeping alone (page slots, the
-// compressors' windows: model/device_compressors.hpp).
+// A step synchronises the stream once, at its end. Its uploads (ids, positions, plans) come from
+// a page-locked arena (device/host_staging.hpp); logits come back to the host (page-locked
+// memory of the device) with their row scans, with the MoE's routing failures and the prefix
+// snapshots' compressor states. The host plans the step before it from positions and cache
+// bookkeeping alone (page slots, the compressors' windows: model/device_compressors.hpp).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,8 @@
 
 #include "device/device.hpp"
 #include "device/device_communicator.hpp"
+#include "device/host_block_pool.hpp"
+#include "device/host_staging.hpp"
 #include "device/scratch.hpp"
 #include "kv/kv_format.hpp"
 #include "kv/sequence_kv.hpp"
@@ -56,6 +59,8 @@ class DeviceModel final : public ForwardModel {
   const ModelConfig& config() const { return config_; }
   // Device bytes of the step buffers (activations, workspaces) now held.
   [[nodiscard]] size_t scratch_bytes() const { return scratch_.total_bytes(); }
+  // The page-locked host blocks the steps' logits come back into.
+  [[nodiscard]] const device::HostBlockPool& host_blocks() const { return host_blocks_; }
 
  private:
   // The all-reduce of a block's output [count] over the ranks' parts, in fp32 or bf16.
@@ -72,6 +77,8 @@ class DeviceModel final : public ForwardModel {
   device::DeviceCommunicator* comm_ = nullptr;
   bool bf16_collectives_ = false;
   device::Scratch scratch_;
+  device::HostStaging staging_;                 // the steps' uploads come from here
+  device::HostBlockPool host_blocks_;           // the steps' logits come back into these
   std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the RoPE frequencies
   DeviceCompressors compressors_;
 };

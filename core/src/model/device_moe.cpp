@@ -81,7 +81,7 @@ void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const De
   ctx.mark("MoE: experts + combine");
 }
 
-void check_routing(const ModelConfig& config, const std::vector<int64_t>& failures,
+void check_routing(const ModelConfig& config, std::span<const int64_t> failures,
                    const ForwardBatch& batch) {
   const int64_t T = batch.total_tokens();
   for (int64_t layer = 0; layer < static_cast<int64_t>(failures.size()); ++layer) {

@@ -9,6 +9,7 @@
 #include "ops/linear.hpp"
 #include "ops/norms.hpp"
 #include "util/check.hpp"
+#include "util/uninitialized_vector.hpp"
 
 namespace tessera::dsv4 {
 
