@@ -10,6 +10,7 @@
 //   - run() enqueues on device.stream and returns without waiting; the only host-to-device copy
 //     is the work description (a few bytes per token and per slot), from pageable memory.
 //   - The plugin allocates no device memory: the caller sizes the workspace with plan().
+#include <cstddef>
 #include <deque>
 #include <string>
 #include <utility>
@@ -49,7 +50,9 @@ struct MmaAttention {
   tessera::sdk::Logger log;
   int32_t ordinal = 0;
   mma::DeviceLimits limits;
-  std::vector<uint8_t> staging;  // host image of the workspace's metadata sections
+  // Host image of the workspace's metadata sections when the host gives no page-locked
+  // workspace (ts_attention_inputs.host_workspace, ABI 1.4): pageable, so the runtime stages it.
+  std::vector<uint8_t> staging;
   // The latest work plans by key, newest last: every layer of one ratio in a step has the same
   // key, so a step plans once per ratio (plan() and run() of each layer find it here).
   std::deque<std::pair<std::vector<int64_t>, mma::WorkPlan>> plans;
@@ -218,6 +221,22 @@ ts_status plan(ts_instance* self, const ts_attention_layer* layer, const ts_atte
   });
 }
 
+// The work description's bytes: run() copies them from the host workspace to the device.
+ts_status plan_host(ts_instance* self, const ts_attention_layer* layer,
+                    const ts_attention_batch* batch, ts_device, size_t* host_workspace_bytes) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (layer == nullptr || batch == nullptr || host_workspace_bytes == nullptr)
+      return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch or host_workspace_bytes");
+    MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
+    if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
+      return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
+    if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+    *host_workspace_bytes = plan_for(impl, *layer, *batch).workspace.metadata_bytes;
+    return ok();
+  });
+}
+
 ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_attention_batch* batch,
               const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
               size_t workspace_bytes, ts_device device) {
@@ -261,9 +280,23 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
       return fail(TS_ERR_INTERNAL, cuda_error("cudaSetDevice", e));
     auto* stream = static_cast<cudaStream_t>(device.stream);
     auto* base = static_cast<uint8_t*>(workspace);
-    mma::pack_metadata(plan, impl.staging);
-    if (const cudaError_t e = cudaMemcpyAsync(base, impl.staging.data(), w.metadata_bytes,
-                                              cudaMemcpyHostToDevice, stream);
+    // The work description: into the host's page-locked workspace when it gave one (the copy
+    // reads it as the stream runs), else into the pageable staging vector.
+    uint8_t* image = nullptr;
+    if (in->struct_size >= offsetof(ts_attention_inputs, host_workspace_bytes) + sizeof(size_t) &&
+        in->host_workspace != nullptr) {
+      if (in->host_workspace_bytes < w.metadata_bytes)
+        return fail(TS_ERR_INVALID_ARGUMENT,
+                    "host workspace of " + std::to_string(in->host_workspace_bytes) +
+                        " bytes; plan_host() asked for " + std::to_string(w.metadata_bytes));
+      image = static_cast<uint8_t*>(in->host_workspace);
+    } else {
+      impl.staging.resize(w.metadata_bytes);
+      image = impl.staging.data();
+    }
+    mma::pack_metadata(plan, image);
+    if (const cudaError_t e =
+            cudaMemcpyAsync(base, image, w.metadata_bytes, cudaMemcpyHostToDevice, stream);
         e != cudaSuccess)
       return fail(TS_ERR_INTERNAL, cuda_error("copying the work description", e));
     if (std::string why = mma::enqueue_attention(plan, *layer, *in, *out, base, stream);
@@ -294,7 +327,7 @@ std::string build_info_json() {
 
 const std::string kBuildInfo = build_info_json();
 
-const ts_attention_table kTable = {sizeof(ts_attention_table), plan, run};
+const ts_attention_table kTable = {sizeof(ts_attention_table), plan, run, plan_host};
 
 const ts_plugin_descriptor kDescriptor = {
     sizeof(ts_plugin_descriptor),

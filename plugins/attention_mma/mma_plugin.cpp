@@ -98,7 +98,14 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
   return table_of(f).run(f.inner, layer, batch, in, out, workspace, workspace_bytes, device);
 }
 
-const ts_attention_table kTable = {sizeof(ts_attention_table), plan, run};
+ts_status plan_host(ts_instance* self, const ts_attention_layer* layer,
+                    const ts_attention_batch* batch, ts_device device,
+                    size_t* host_workspace_bytes) {
+  const Forwarded& f = tessera::sdk::self<Forwarded>(self);
+  return table_of(f).plan_host(f.inner, layer, batch, device, host_workspace_bytes);
+}
+
+const ts_attention_table kTable = {sizeof(ts_attention_table), plan, run, plan_host};
 
 const ts_plugin_descriptor kDescriptor = {
     sizeof(ts_plugin_descriptor),

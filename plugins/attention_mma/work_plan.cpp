@@ -285,11 +285,11 @@ std::string fill_offsets(WorkPlan& plan, const ts_attention_layer& layer,
   return "";
 }
 
-void pack_metadata(const WorkPlan& plan, std::vector<uint8_t>& out) {
+void pack_metadata(const WorkPlan& plan, uint8_t* out) {
   const WorkspaceLayout& w = plan.workspace;
-  out.assign(w.metadata_bytes, 0);
-  auto put = [&out](size_t at, const auto& v) {
-    if (!v.empty()) std::memcpy(out.data() + at, v.data(), v.size() * sizeof(v[0]));
+  std::memset(out, 0, w.metadata_bytes);
+  auto put = [out](size_t at, const auto& v) {
+    if (!v.empty()) std::memcpy(out + at, v.data(), v.size() * sizeof(v[0]));
   };
   put(w.tasks, plan.tasks);
   put(w.attention_items, plan.attention_items);

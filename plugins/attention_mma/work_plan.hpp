@@ -74,7 +74,8 @@ std::string fill_offsets(WorkPlan& plan, const ts_attention_layer& layer,
                          const ts_attention_batch& batch, const ts_kv_layout& main_layout,
                          const ts_kv_layout* index_layout);
 
-// The metadata block [0, workspace.metadata_bytes) as it must appear on the device.
-void pack_metadata(const WorkPlan& plan, std::vector<uint8_t>& out);
+// The metadata block [0, workspace.metadata_bytes) as it must appear on the device, written to
+// `out` (workspace.metadata_bytes of host memory).
+void pack_metadata(const WorkPlan& plan, uint8_t* out);
 
 }  // namespace tessera::mma

@@ -26,11 +26,14 @@
 // window), exact top-k ties, top-k above the visible count (padding), the shipped tiny model's
 // shapes and DeepSeek-V4-Flash's (64 heads x 512, rope 64, window 128, indexer 64 x 128, top-k
 // 512, and 8 heads per rank as at tensor_parallel = 8); --heavy adds long Flash prefills (the
-// default on a GPU). Device runs also check the ABI's refusals: a workspace smaller than plan(), q
-// in host memory and, for a plugin that also runs on the CPU, an instance created for the CPU given
+// default on a GPU). Device runs give a page-locked host workspace as plan_host() asks (ABI 1.4,
+// as the core does) and also check the ABI's refusals: a workspace smaller than plan(), a host
+// workspace smaller than plan_host() (and the same bits without one, as a 1.3 host gives), q in
+// host memory and, for a plugin that also runs on the CPU, an instance created for the CPU given
 // the device. Exit status: 0 pass, 1 failure, 77 no CUDA device (native build only).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -244,8 +247,19 @@ struct Outcome {
   int64_t scored = 0;
 };
 
+// The page-locked host workspace of ABI 1.4 (ts_attention_inputs.host_workspace): given as large
+// as plan_host() asks (as the core's step arena does), given `host_shortfall` bytes short, or not
+// given (a 1.3 host: the plugin stages its metadata itself).
+enum class HostWorkspace { kGiven, kShort, kNone };
+
+bool has_plan_host(const ts_attention_table& t) {
+  return t.struct_size >= offsetof(ts_attention_table, plan_host) + sizeof(t.plan_host) &&
+         t.plan_host != nullptr;
+}
+
 ts_status run(const Setup& p, Problem& pr, Pages& main, Pages& index, Outcome* r,
-              size_t shortfall = 0, bool host_q = false) {
+              size_t shortfall = 0, bool host_q = false,
+              HostWorkspace host_workspace = HostWorkspace::kGiven) {
   HostCase& c = pr.c;
   const bool csa = c.layer.compress_ratio == 4;
   Buffer<float> q(c.q, p.stream), iq(csa ? c.index_q : std::vector<float>{}, p.stream),
@@ -266,7 +280,21 @@ ts_status run(const Setup& p, Problem& pr, Pages& main, Pages& index, Outcome* r
       csa ? iw.get() : nullptr,
       main.get(),
       csa ? index.get() : nullptr,
-      ts_kv_reader{p.kv_dev.get(), &p.kv_table(), &pr.main_layout, &pr.index_layout}};
+      ts_kv_reader{p.kv_dev.get(), &p.kv_table(), &pr.main_layout, &pr.index_layout},
+      nullptr,
+      0};
+  std::unique_ptr<PageLockedBytes> host_bytes;
+  if (p.stream != nullptr && has_plan_host(p.table()) && host_workspace != HostWorkspace::kNone) {
+    size_t wanted = 0;
+    if (ts_status s = p.table().plan_host(p.attn.get(), &c.layer, &batch, p.device(), &wanted);
+        s.code != TS_OK)
+      return s;
+    if (wanted > 0) {
+      host_bytes = std::make_unique<PageLockedBytes>(wanted);
+      in.host_workspace = host_bytes->get();
+      in.host_workspace_bytes = wanted - (host_workspace == HostWorkspace::kShort ? 1 : 0);
+    }
+  }
   ts_attention_outputs o{sizeof o, out.get(), csa ? selected.get() : nullptr, 0};
   const ts_status s = p.table().run(p.attn.get(), &c.layer, &batch, &in, &o, workspace.get(),
                                     bytes - shortfall, p.device());
@@ -315,6 +343,20 @@ int check_refusals(const Setup& p) {
          TS_ERR_INVALID_ARGUMENT, "workspace");
   expect("q in host memory", run(p, pr, main, index, nullptr, 0, true), TS_ERR_INVALID_ARGUMENT,
          "host memory");
+  if (p.stream != nullptr && has_plan_host(p.table())) {
+    expect("host workspace short",
+           run(p, pr, main, index, nullptr, 0, false, HostWorkspace::kShort),
+           TS_ERR_INVALID_ARGUMENT, "host workspace");
+    // A 1.3 host gives no host workspace: the plugin stages the same metadata itself.
+    Outcome given, none;
+    const bool both = run(p, pr, main, index, &given).code == TS_OK &&
+                      run(p, pr, main, index, &none, 0, false, HostWorkspace::kNone).code == TS_OK;
+    const bool same = both && given.out.size() == none.out.size() &&
+                      std::memcmp(given.out.data(), none.out.data(), given.out.size() * 4) == 0 &&
+                      given.selected == none.selected;
+    std::printf("%-4s without a host workspace: the same bits as with one\n", same ? "ok" : "FAIL");
+    failures += !same;
+  }
   if (p.attention.descriptor().check_support("{}", kCpu).code == TS_OK) {
     const Instance on_cpu(p.attention, kCpu);  // a plugin that runs on both, given the device
     const Setup q{p.attention, p.kv, on_cpu, p.kv_host, p.kv_dev, p.stream, p.exact};

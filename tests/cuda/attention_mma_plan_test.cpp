@@ -101,9 +101,11 @@ void check_cover(const HostCase& c, const DeviceLimits& limits) {
   }
   expect(w.partial_ml + static_cast<size_t>(plan.n_partials) * plan.heads_per_block * 8 <= w.total,
          name + "partials inside the workspace");
-  std::vector<uint8_t> blob;
-  pack_metadata(plan, blob);
-  expect(blob.size() == w.metadata_bytes, name + "metadata size");
+  std::vector<uint8_t> blob(w.metadata_bytes, 0xab);
+  pack_metadata(plan, blob.data());
+  expect(plan.tasks.empty() || std::memcmp(blob.data() + w.tasks, plan.tasks.data(),
+                                           plan.tasks.size() * sizeof(plan.tasks[0])) == 0,
+         name + "tasks packed in their section");
 }
 
 void check_splits() {

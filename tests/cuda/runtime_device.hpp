@@ -65,6 +65,22 @@ class TestStream {
   cudaStream_t s_ = nullptr;
 };
 
+// Page-locked host memory (cudaHostAlloc), as the core's step arena gives plugins
+// (ts_attention_inputs.host_workspace).
+class PageLockedBytes {
+ public:
+  explicit PageLockedBytes(size_t bytes) {
+    check_cuda(cudaHostAlloc(&p_, bytes == 0 ? 1 : bytes, cudaHostAllocPortable), "cudaHostAlloc");
+  }
+  PageLockedBytes(const PageLockedBytes&) = delete;
+  PageLockedBytes& operator=(const PageLockedBytes&) = delete;
+  ~PageLockedBytes() { cudaFreeHost(p_); }
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+};
+
 // Device memory holding n values of T; copies go through `stream` and wait for it.
 template <class T>
 class DeviceVector {

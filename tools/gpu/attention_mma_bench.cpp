@@ -145,7 +145,8 @@ std::vector<Row> bench(const CaseSpec& spec, const mma::DeviceLimits& limits, in
   mma::WorkPlan plan = mma::build_work_plan(c.layer, batch, limits);
   std::string why =
       mma::fill_offsets(plan, c.layer, batch, c.main_layout, csa ? &c.index_layout : nullptr);
-  mma::pack_metadata(plan, blob);
+  blob.resize(plan.workspace.metadata_bytes);
+  mma::pack_metadata(plan, blob.data());
   const double plan_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (!why.empty()) throw std::runtime_error(why);

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TS_ABI_MAJOR 1
-#define TS_ABI_MINOR 3
+#define TS_ABI_MINOR 4
 #define TS_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
 
 /* ---------------------------------------------------------------- status */
@@ -305,6 +305,14 @@ typedef struct ts_attention_inputs {
   const uint8_t* kv_pool; /* main-cache pages of this layer */
   const uint8_t* index_pool;
   ts_kv_reader kv;
+  /* ABI 1.4 (present when struct_size covers it): page-locked host memory for run()'s per-call
+   * metadata, host_workspace_bytes of it as the table's plan_host asked (NULL and 0 when it was
+   * not asked for, or from a 1.3 host). The device reads it as the stream runs: the host does not
+   * reuse it until the stream has passed this call's work, so run() may write its metadata here
+   * and copy it into the workspace with cudaMemcpyAsync without staging or waiting (and a CUDA
+   * graph may capture that copy). */
+  void* host_workspace;
+  size_t host_workspace_bytes;
 } ts_attention_inputs;
 
 typedef struct ts_attention_outputs {
@@ -325,6 +333,12 @@ typedef struct ts_attention_table {
                    const ts_attention_batch* batch, const ts_attention_inputs* in,
                    ts_attention_outputs* out, void* workspace, size_t workspace_bytes,
                    ts_device device);
+  /* ABI 1.4, optional (absent or NULL: no host workspace): the page-locked host workspace run()
+   * wants for this batch on `device` (ts_attention_inputs.host_workspace; 0 for none). Called
+   * after plan() with the same layer and batch. No allocation. */
+  ts_status (*plan_host)(ts_instance* self, const ts_attention_layer* layer,
+                         const ts_attention_batch* batch, ts_device device,
+                         size_t* host_workspace_bytes);
 } ts_attention_table;
 
 /* ---------------------------------------------------------------- frontend */

@@ -3,6 +3,7 @@
 // the compressors (model/device_compressors.hpp); the attention plugin; inverse RoPE and the
 // grouped output projection.
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "device/plugin_device.hpp"
@@ -84,6 +85,18 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
   in.kv_pool = ctx.pools.main.data();
   in.index_pool = ctx.pools.indexer.data();
   in.kv = ctx.kv_format.reader();
+  // ABI 1.4: the plugin's per-call metadata in the step's page-locked arena.
+  if (table.struct_size >= offsetof(ts_attention_table, plan_host) + sizeof(table.plan_host) &&
+      table.plan_host != nullptr) {
+    size_t host_bytes = 0;
+    ctx.attention.check(table.plan_host(ctx.attention.get(), &described.layer(), &described.batch(),
+                                        plugin_device, &host_bytes),
+                        "plan_host");
+    if (host_bytes > 0) {
+      in.host_workspace = ctx.staging.reserve(host_bytes);
+      in.host_workspace_bytes = host_bytes;
+    }
+  }
   ts_attention_outputs result{};
   result.struct_size = sizeof result;
   result.out = o;
