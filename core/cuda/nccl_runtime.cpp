@@ -19,6 +19,7 @@ struct ts_nccl_comm {
 #if TESSERA_HAVE_NCCL
   ncclComm_t comm = nullptr;
   float* scratch = nullptr;  // one device float for barrier()
+  bool aborted = false;      // ncclCommAbort has freed comm: destroy must not touch it
 #endif
 };
 
@@ -96,7 +97,7 @@ ts_status init_rank(int32_t ordinal, int32_t ranks, const uint8_t id[TS_NCCL_UNI
 ts_status destroy(ts_nccl_comm* comm) {
   return guarded([&]() -> ts_status {
     if (comm == nullptr) return ok();
-    const ncclResult_t r = ncclCommDestroy(comm->comm);
+    const ncclResult_t r = comm->aborted ? ncclSuccess : ncclCommDestroy(comm->comm);
     cudaSetDevice(comm->ordinal);
     cudaFree(comm->scratch);
     delete comm;
@@ -106,7 +107,8 @@ ts_status destroy(ts_nccl_comm* comm) {
 
 ts_status abort_comm(ts_nccl_comm* comm) {
   return guarded([&]() -> ts_status {
-    if (comm == nullptr) return ok();
+    if (comm == nullptr || comm->aborted) return ok();
+    comm->aborted = true;
     return nccl_status(ncclCommAbort(comm->comm), "ncclCommAbort");
   });
 }

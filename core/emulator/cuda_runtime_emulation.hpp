@@ -72,6 +72,10 @@ const char* last_error_text();
 const char* sync_error_text();  // the last failed stream or event synchronisation's text
 bool is_device_memory(const void* p);
 bool is_page_locked(const void* p);  // from cudaHostAlloc (emulated_runtime.cpp)
+// How many devices the emulator reports: TESSERA_EMULATED_DEVICES (1 to 16; default 1). They are
+// labels over the one emulator (the host's memory, one set of streams), so that ranks on devices
+// of their own (tensor parallelism, one device per rank) run as on GPUs.
+int device_count();
 // The emulated device: an H200-like shared-memory budget with few multiprocessors, so that test
 // batches still split rows over several blocks.
 inline constexpr int kEmulatedSmCount = 4;
@@ -80,14 +84,15 @@ inline constexpr int kEmulatedSmemPerSm = 228 * 1024;
 }  // namespace tessera::emu
 
 inline cudaError_t cudaGetDeviceCount(int* n) {
-  *n = 1;
+  *n = tessera::emu::device_count();
   return cudaSuccess;
 }
 inline cudaError_t cudaSetDevice(int ordinal) {
-  return ordinal == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  return ordinal >= 0 && ordinal < tessera::emu::device_count() ? cudaSuccess
+                                                                : cudaErrorInvalidValue;
 }
 inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int ordinal) {
-  if (ordinal != 0) return cudaErrorInvalidValue;
+  if (cudaSetDevice(ordinal) != cudaSuccess) return cudaErrorInvalidValue;
   switch (attr) {
     case cudaDevAttrMultiProcessorCount:
       *value = tessera::emu::kEmulatedSmCount;

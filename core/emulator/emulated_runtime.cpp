@@ -1,6 +1,6 @@
 // The CUDA runtime calls of cuda_runtime_emulation.hpp that need the emulator's state: the
-// emulated device is one H200-like device (name "Tessera SIMT emulator", sm_90) whose memory is
-// the host's.
+// emulated device is an H200-like device (name "Tessera SIMT emulator", sm_90) whose memory is
+// the host's, reported TESSERA_EMULATED_DEVICES times (default once).
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +34,12 @@ cudaError_t sync_result(bool ok, const std::string& error) {
 }  // namespace
 
 namespace tessera::emu {
+int device_count() {
+  const char* asked = std::getenv("TESSERA_EMULATED_DEVICES");
+  const int n = asked != nullptr ? std::atoi(asked) : 1;
+  return std::clamp(n, 1, 16);
+}
+
 bool is_page_locked(const void* p) {
   const auto at = reinterpret_cast<uintptr_t>(p);
   std::lock_guard lock(g_page_locked_mutex);
@@ -48,7 +54,7 @@ const char* sync_error_text() {
 }  // namespace tessera::emu
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int ordinal) {
-  if (ordinal != 0) return cudaErrorInvalidValue;
+  if (cudaSetDevice(ordinal) != cudaSuccess) return cudaErrorInvalidValue;
   std::memset(prop, 0, sizeof *prop);
   std::strncpy(prop->name, "Tessera SIMT emulator", sizeof prop->name - 1);
   prop->major = 9;

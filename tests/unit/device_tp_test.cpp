@@ -11,6 +11,8 @@
 //   stored format; a split that would cut a scale block is refused naming the tensor; a share
 //   run outside its group is refused; a rank whose share and kv pool do not fit the device's
 //   free memory is refused before loading, with the bytes;
+// - ranks on emulated devices of their own (one per rank, as on GPUs) give the bits of ranks
+//   sharing one device;
 // - a rank that fails mid-run (fault injected in rank 1 of 2) stops the step with an error naming
 //   it on rank 0, every later step throws at once, and nothing hangs (the executor joins);
 // - expert parallelism (moe_split = "ep"): each rank holds E / N whole routed experts and none of
@@ -21,6 +23,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "device/open_device.hpp"
 #include "engine_harness.hpp"
@@ -57,10 +62,13 @@ struct StepLogits {
 };
 
 // Two sequences: prompts in chunks, then decode steps feeding back each argmax.
+// rank_devices: receives each rank's device as the executor names it.
 StepLogits run_steps(const std::filesystem::path& fixture, int tp, int steps, bool ep = false,
-                     bool bf16_collectives = false) {
+                     bool bf16_collectives = false,
+                     std::vector<std::string>* rank_devices = nullptr) {
   Runtime rt(device_options(fixture, tp, ep, bf16_collectives));
   Executor ex(rt, tp, 2);
+  if (rank_devices != nullptr) *rank_devices = ex.rank_devices();
   const int64_t vocab = rt.model_config().vocab_size;
   const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 24),
                                                   engine_test::make_prompt(2, 9)};
@@ -134,6 +142,28 @@ TEST(DeviceTensorParallel, TinyBAtTwoAndFourRanksMatchesOneRank) {
     EXPECT_EQ(many.greedy, one.greedy) << "tp " << tp;
     std::printf("device TP=%d vs TP=1 (tiny-b, emulated): max |dlogit| = %.3g\n", tp, worst);
   }
+}
+
+// A device per rank, as on GPUs: with TESSERA_EMULATED_DEVICES=4 the emulated module reports four
+// devices and rank r places its share, pages and stream on cuda:r. The arithmetic is the same as
+// with the ranks sharing one device, so the logits are the same bits (and those match TP 1: the
+// test above).
+TEST(DeviceTensorParallel, RanksOnDevicesOfTheirOwnMatchRanksSharingOne) {
+  const auto tiny_b = engine_test::fixture_dir("tiny-b");
+  std::vector<std::string> devices;
+  const StepLogits shared = run_steps(tiny_b, 2, 3, false, false, &devices);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0], devices[1]);  // one emulated device: the ranks share it
+  ::setenv("TESSERA_EMULATED_DEVICES", "4", 1);
+  const StepLogits own = run_steps(tiny_b, 2, 3, false, false, &devices);
+  ::unsetenv("TESSERA_EMULATED_DEVICES");
+  ASSERT_EQ(devices.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(devices[static_cast<size_t>(r)].rfind("cuda:" + std::to_string(r) + " ", 0), 0u)
+        << devices[static_cast<size_t>(r)];
+  }
+  EXPECT_EQ(max_difference(shared, own), 0.0);
+  EXPECT_EQ(own.greedy, shared.greedy);
 }
 
 TEST(DeviceTensorParallel, Fp8AndFp4SharesAtTwoRanksMatchOneRank) {

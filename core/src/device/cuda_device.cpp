@@ -206,6 +206,12 @@ CudaDevice::CudaDevice(const ts_cuda_device_api& api, int32_t ordinal, std::stri
         fmt::format("device cuda:{}: cannot describe it: {}", ordinal, message_of(s)));
 }
 
+int32_t CudaDevice::device_count() const {
+  int32_t count = 0;
+  check(api_.device_count(&count), "device_count");
+  return count;
+}
+
 std::string CudaDevice::describe() const {
   return fmt::format("cuda:{} {} (sm_{}{}, {:.1f} GiB, {} SMs{})", ordinal_, info_.name,
                      info_.compute_major, info_.compute_minor,

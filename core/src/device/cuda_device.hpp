@@ -89,6 +89,8 @@ class CudaDevice final : public Device {
   [[nodiscard]] int32_t ordinal() const override { return ordinal_; }
   [[nodiscard]] uint64_t free_bytes() const override;
   [[nodiscard]] const ts_cuda_device_info& info() const { return info_; }
+  [[nodiscard]] const std::string& module_path() const { return module_path_; }
+  [[nodiscard]] int32_t device_count() const override;
   [[nodiscard]] DeviceBuffer allocate(size_t bytes) override;
   [[nodiscard]] HostBuffer allocate_host(size_t bytes) override;
   [[nodiscard]] bool page_locked(const void* p) const override;

@@ -126,6 +126,8 @@ class Device {
   [[nodiscard]] virtual std::string describe() const = 0;
   [[nodiscard]] virtual bool emulated() const { return false; }
   [[nodiscard]] virtual int32_t ordinal() const { return 0; }  // the CUDA device's number
+  // Devices of this kind the process can use: the CUDA module's count (1 on the CPU).
+  [[nodiscard]] virtual int32_t device_count() const { return 1; }
   [[nodiscard]] virtual uint64_t free_bytes() const = 0;
 
   // Throws std::runtime_error naming the device and the size when it cannot.

@@ -1,9 +1,12 @@
 #include "executor/executor.hpp"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
+#include "device/nccl_group.hpp"
+#include "device/open_device.hpp"
 #include "executor/host_memory_communicator.hpp"
 #include "executor/weight_sharding.hpp"
 #include "model/weight_panels.hpp"
@@ -36,11 +39,6 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
              reduction_parts);
     ranks_.push_back(std::make_unique<Rank>(config, runtime.model(), runtime.pools()));
     if (tensor_parallel == 1) return;
-    TS_CHECK(runtime.device()->emulated(),
-             "executor.tensor_parallel = {} on {}: ranks on GPUs need NCCL with one GPU each, "
-             "which the executor does not drive yet; several ranks run on the emulated device "
-             "(cuda_module = \"emulated\"), a GPU runs tensor_parallel = 1",
-             tensor_parallel, runtime.device()->describe());
     start_device_ranks(tensor_parallel);
     return;
   }
@@ -81,25 +79,66 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
                tensor_parallel, ops::compute_threads(), ops::gemm_backend_name());
 }
 
-// Ranks 1..N-1 on the runtime's device, each with its share of the weights and its own stream,
-// kv pools and collectives (executor/device_rank.hpp); rank 0 is the runtime's device forward.
+// Ranks 1..N-1, each with its share of the weights, its own stream, kv pools and collectives
+// (executor/device_rank.hpp); rank 0 is the runtime's device forward. Rank r computes on device
+// ordinal (rank 0's + r) when the module has that many: GPUs joined by NCCL, or emulated devices
+// joined by the host group. With fewer, emulated ranks share rank 0's device; GPU ranks are
+// refused (NCCL takes one rank per GPU).
 void Executor::start_device_ranks(int tensor_parallel) {
-  group_ = std::make_unique<HostCommGroup>(tensor_parallel);
-  device::Device& device = *runtime_.device();
-  leader_comm_ = make_host_memory_communicator(*group_, 0, device);
+  device::Device& leader = *runtime_.device();
+  const bool own_devices = leader.device_count() - leader.ordinal() >= tensor_parallel;
+  TS_CHECK(own_devices || leader.emulated(),
+           "executor.tensor_parallel = {} on {}: one GPU per rank is needed (NCCL takes one rank "
+           "per GPU), and the CUDA module reports {} device(s)",
+           tensor_parallel, leader.describe(), leader.device_count());
+  std::vector<std::unique_ptr<device::Device>> devices(static_cast<size_t>(tensor_parallel));
+  std::vector<device::Device*> on(static_cast<size_t>(tensor_parallel), &leader);
+  for (int r = 1; own_devices && r < tensor_parallel; ++r) {
+    devices[static_cast<size_t>(r)] =
+        device::open_device({"cuda", leader.ordinal() + r, runtime_.options().cuda_module});
+    on[static_cast<size_t>(r)] = devices[static_cast<size_t>(r)].get();
+  }
+  group_ = std::make_unique<HostCommGroup>(tensor_parallel);  // the step plans, and emulated data
+  std::vector<std::unique_ptr<device::DeviceCommunicator>> comms;
+  if (leader.emulated()) {
+    for (int r = 0; r < tensor_parallel; ++r) {
+      comms.push_back(make_host_memory_communicator(*group_, r, *on[static_cast<size_t>(r)]));
+    }
+  } else {
+    comms = device::join_nccl_group(on);
+  }
+  for (auto& comm : comms) {
+    device_comms_.push_back(comm.get());
+  }
+  leader_comm_ = std::move(comms[0]);
   runtime_.device_model()->set_share(tensor_parallel, leader_comm_.get());
+  rank_devices_.push_back(leader.describe());
   for (int r = 1; r < tensor_parallel; ++r) {
-    auto rank = std::make_unique<DeviceRank>(runtime_, *group_, r, tensor_parallel);
+    const auto i = static_cast<size_t>(r);
+    auto rank = std::make_unique<DeviceRank>(runtime_, std::move(devices[i]), std::move(comms[i]),
+                                             r, tensor_parallel);
+    rank_devices_.push_back(rank->device().describe());
     ranks_.push_back(std::make_unique<Rank>(runtime_.model_config(), rank->model(), rank->pools()));
     device_ranks_.push_back(std::move(rank));
   }
   for (int r = 1; r < tensor_parallel; ++r) {
     workers_.emplace_back([this, r] { worker_loop(r); });
   }
-  spdlog::info(
-      "executor: tensor_parallel = {} ranks on {}, each with its share of the weights "
-      "and its own stream",
-      tensor_parallel, device.describe());
+  spdlog::info("executor: tensor_parallel = {} ranks on {} ({}), collectives {}", tensor_parallel,
+               own_devices ? "a device each" : "one device, a stream each",
+               fmt::join(rank_devices_, "; "), leader.emulated() ? "through host memory" : "NCCL");
+}
+
+void Executor::abort_group(const std::string& reason) {
+  group_->abort(reason);
+  if (collectives_aborted_.exchange(true)) {
+    return;  // another rank's thread aborted them
+  }
+  for (device::DeviceCommunicator* comm : device_comms_) {
+    if (comm->enqueued()) {  // NCCL: ends the collectives the other ranks' streams wait in
+      comm->abort_group(reason.c_str());
+    }
+  }
 }
 
 Executor::~Executor() {
@@ -150,7 +189,7 @@ dsv4::Logits Executor::step(const std::vector<PlannedChunk>& chunks) {
     broadcast_plan(plan);
     return ranks_.front()->forward(chunks);
   } catch (const std::exception& e) {
-    group_->abort(std::string("rank 0: ") + e.what());
+    abort_group(std::string("rank 0: ") + e.what());
     throw;
   }
 }
@@ -189,7 +228,7 @@ void Executor::worker_loop(int rank) {
     if (!group_->aborted()) {
       spdlog::error("executor: rank {} failed: {}", rank, e.what());
     }
-    group_->abort("rank " + std::to_string(rank) + ": " + e.what());
+    abort_group("rank " + std::to_string(rank) + ": " + e.what());
   }
 }
 

@@ -52,11 +52,16 @@ class Executor {
   // with `message` instead of its next forward, as a rank whose allocation or plugin fails
   // does; the group aborts and rank 0's step throws.
   void fail_rank_at_next_step(int rank, std::string message);
+  // device = "cuda" with several ranks: each rank's device, as Device::describe() names it.
+  const std::vector<std::string>& rank_devices() const { return rank_devices_; }
 
  private:
   void start_device_ranks(int tensor_parallel);
   void worker_loop(int rank);
   void broadcast_plan(const StepPlan& plan);
+  // Aborts the host group and the NCCL collectives: every rank's pending and later collectives
+  // end with an error instead of waiting for the failed rank.
+  void abort_group(const std::string& reason);
 
   Runtime& runtime_;
   std::unique_ptr<HostCommGroup> group_;          // null for one rank
@@ -65,6 +70,9 @@ class Executor {
   // device = "cuda" with several ranks: rank 0's collectives, ranks 1..N-1's device state.
   std::unique_ptr<device::DeviceCommunicator> leader_comm_;
   std::vector<std::unique_ptr<DeviceRank>> device_ranks_;
+  std::vector<device::DeviceCommunicator*> device_comms_;  // every rank's, rank 0's first
+  std::vector<std::string> rank_devices_;
+  std::atomic<bool> collectives_aborted_{false};
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::vector<CacheOp> queued_ops_;  // for ranks 1..N-1
   std::vector<std::thread> workers_;
