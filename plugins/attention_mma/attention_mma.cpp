@@ -206,17 +206,28 @@ ts_status create(const ts_host_api* host, const char*, ts_device device, ts_inst
 
 void destroy(ts_instance* instance) { tessera::sdk::destroy_instance<MmaAttention>(instance); }
 
+// The work plan of (layer, batch) after the checks plan() and plan_host() share.
+ts_status checked_plan(ts_instance* self, const ts_attention_layer* layer,
+                       const ts_attention_batch* batch, const void* out,
+                       const mma::WorkPlan** plan) {
+  if (layer == nullptr || batch == nullptr || out == nullptr)
+    return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch or output");
+  MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
+  if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
+    return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
+  if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
+    return fail(TS_ERR_INVALID_ARGUMENT, why);
+  *plan = &plan_for(impl, *layer, *batch);
+  return ok();
+}
+
 ts_status plan(ts_instance* self, const ts_attention_layer* layer, const ts_attention_batch* batch,
                size_t* workspace_bytes) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (layer == nullptr || batch == nullptr || workspace_bytes == nullptr)
-      return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch or workspace_bytes");
-    MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
-    if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
-      return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
-    if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
-      return fail(TS_ERR_INVALID_ARGUMENT, why);
-    *workspace_bytes = plan_for(impl, *layer, *batch).workspace.total;
+    const mma::WorkPlan* p = nullptr;
+    if (ts_status s = checked_plan(self, layer, batch, workspace_bytes, &p); s.code != TS_OK)
+      return s;
+    *workspace_bytes = p->workspace.total;
     return ok();
   });
 }
@@ -225,14 +236,10 @@ ts_status plan(ts_instance* self, const ts_attention_layer* layer, const ts_atte
 ts_status plan_host(ts_instance* self, const ts_attention_layer* layer,
                     const ts_attention_batch* batch, ts_device, size_t* host_workspace_bytes) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (layer == nullptr || batch == nullptr || host_workspace_bytes == nullptr)
-      return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch or host_workspace_bytes");
-    MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
-    if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
-      return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
-    if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
-      return fail(TS_ERR_INVALID_ARGUMENT, why);
-    *host_workspace_bytes = plan_for(impl, *layer, *batch).workspace.metadata_bytes;
+    const mma::WorkPlan* p = nullptr;
+    if (ts_status s = checked_plan(self, layer, batch, host_workspace_bytes, &p); s.code != TS_OK)
+      return s;
+    *host_workspace_bytes = p->workspace.metadata_bytes;
     return ok();
   });
 }

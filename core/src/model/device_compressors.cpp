@@ -212,7 +212,11 @@ void DeviceCompressors::plan_snapshots(const DeviceForwardContext& ctx) {
       }
     }
   }
-  snapshot_host_.resize(static_cast<size_t>(floats));
+  snapshot_floats_ = static_cast<size_t>(floats);
+  if (snapshot_floats_ > snapshot_capacity_) {  // page-locked: the copy back needs no staging
+    snapshot_host_ = ctx.device.allocate_host(snapshot_floats_ * sizeof(float));
+    snapshot_capacity_ = snapshot_floats_;
+  }
   snapshot_rows_ = floats > 0 ? ctx.scratch.get<float>("compressor.snapshots", floats) : nullptr;
 }
 
@@ -249,8 +253,8 @@ void DeviceCompressors::record_snapshots(const DeviceForwardContext& ctx, int64_
 }
 
 void DeviceCompressors::download(const DeviceForwardContext& ctx) {
-  if (!snapshot_host_.empty()) {
-    ctx.device.copy(snapshot_host_.data(), snapshot_rows_, snapshot_host_.size() * sizeof(float),
+  if (snapshot_floats_ > 0) {
+    ctx.device.copy(snapshot_host_.get(), snapshot_rows_, snapshot_floats_ * sizeof(float),
                     device::CopyKind::kDeviceToHost, ctx.stream);
   }
 }
@@ -270,7 +274,7 @@ void DeviceCompressors::finish(const ModelConfig& config, const ForwardBatch& ba
         if (offset < 0) {
           continue;
         }
-        const auto rows = snapshot_host_.begin() + offset;
+        const float* rows = reinterpret_cast<const float*>(snapshot_host_.get()) + offset;
         const int64_t half = m * (indexer ? 2 * config.index_head_dim : 2 * config.head_dim);
         out.has_previous = true;
         out.prev_kv.assign(rows, rows + half);

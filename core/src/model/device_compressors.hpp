@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "device/device.hpp"
 #include "device/device_ops.hpp"
 #include "kv/sequence_kv.hpp"
 #include "model/device_weight_views.hpp"
@@ -90,10 +91,13 @@ class DeviceCompressors {
   std::vector<float> ones_;          // the ape add's weights, as many as the largest step's rows
   const float* ones_dev_ = nullptr;  // their device copy, uploaded when it grows
   // The snapshots' previous windows (m = 4): [snapshot][layer][main, indexer] offsets (-1: none)
-  // into the staging buffer on the device, and its host copy.
+  // into the staging buffer on the device, and its host copy (page-locked, grown when a step
+  // needs more).
   std::vector<int64_t> snapshot_offsets_;
   float* snapshot_rows_ = nullptr;
-  std::vector<float> snapshot_host_;
+  size_t snapshot_floats_ = 0;
+  device::HostBuffer snapshot_host_;
+  size_t snapshot_capacity_ = 0;  // floats
 };
 
 }  // namespace tessera::dsv4

@@ -4,10 +4,11 @@
 // device's memory, attention and the kv format through their plugins on the device. Works on every
 // backend: the cpu one (host memory, the oracle's ops), cuda and emulated. Single rank.
 //
-// A step synchronises the stream once, at its end. Its uploads (ids, positions, plans) come from
-// a page-locked arena (device/host_staging.hpp); logits come back to the host (page-locked
-// memory of the device) with their row scans, with the MoE's routing failures and the prefix
-// snapshots' compressor states. The host plans the step before it from positions and cache
+// A step synchronises the stream once, at its end (the kv format's `store` may wait as well:
+// docs/cuda.md). Its uploads (ids, positions, plans) come from a page-locked arena
+// (device/host_staging.hpp); logits come back to the host (page-locked memory of the device)
+// with their row scans, with the MoE's routing failures and the prefix snapshots' compressor
+// states. The host plans the step before it from positions and cache
 // bookkeeping alone (page slots, the compressors' windows: model/device_compressors.hpp).
 #pragma once
 
