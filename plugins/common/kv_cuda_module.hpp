@@ -11,20 +11,21 @@ namespace tessera::cuda_module {
 
 template <class Records>
 using StoreLauncher = cudaError_t (*)(const Records&, const float*, const SlotChunk&, int, uint8_t*,
-                                      cudaStream_t);
+                                      cudaStream_t, int64_t* first_bad, int64_t row0);
 template <class Records>
 using LoadLauncher = cudaError_t (*)(const Records&, const uint8_t*, const SlotChunk&, int, float*,
                                      cudaStream_t);
 
 template <class Api, class Records, StoreLauncher<Records> kStore, LoadLauncher<Records> kLoad>
 struct KvModule {
-  // rows [n, records->dim] (device) -> the records of slots[0..n), enqueued.
+  // rows [n, records->dim] (device) -> the records of slots[0..n), enqueued; a non-finite row
+  // is not written and its index min-reduced into *first_bad_row (null: rows known finite).
   static const char* store(int32_t ordinal, void* stream, const Records* records, const float* rows,
-                           int64_t n, const int64_t* slots, uint8_t* pool) {
+                           int64_t n, const int64_t* slots, uint8_t* pool, int64_t* first_bad_row) {
     return in_slot_chunks(ordinal, slots, n, "launching the store kernel",
                           [&](const SlotChunk& chunk, int64_t first, int count) {
                             return kStore(*records, rows + first * records->dim, chunk, count, pool,
-                                          static_cast<cudaStream_t>(stream));
+                                          static_cast<cudaStream_t>(stream), first_bad_row, first);
                           });
   }
 

@@ -6,8 +6,9 @@
 //
 // store() first copies the rows to the host and waits for the stream, so that non-finite input
 // is refused by the plugin's own `refuse(host_rows)` (the CPU path's status and message) before
-// anything is written; then it enqueues the writes on device.stream and returns. load() only
-// enqueues.
+// anything is written; then it enqueues the writes on device.stream and returns. store_async()
+// (ABI 1.4) only enqueues: the kernels leave a non-finite row unwritten and report its index in
+// the host's device word. load() only enqueues.
 #pragma once
 
 #include <memory>
@@ -55,7 +56,25 @@ class KvCudaPath {
         e != nullptr)
       return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
     if (!all_finite(host.data(), n * dim)) return refuse(host.data());
-    if (const char* e = api->store(device.ordinal, device.stream, &records, rows, n, slots, pool);
+    if (const char* e =
+            api->store(device.ordinal, device.stream, &records, rows, n, slots, pool, nullptr);
+        e != nullptr)
+      return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
+    return ok();
+  }
+
+  // rows [n, dim] (device) -> slots, enqueued without a wait; a non-finite row is not written
+  // and its index min-reduced into *first_bad_row (device memory).
+  ts_status store_async(const Records& records, const float* rows, int64_t n, const int64_t* slots,
+                        uint8_t* pool, ts_device device, int64_t* first_bad_row) {
+    if (n == 0) return ok();
+    const Api* api = nullptr;
+    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) return s;
+    if (!api->is_device_memory(first_bad_row))
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "first_bad_row is host memory; a CUDA device needs device memory");
+    if (const char* e = api->store(device.ordinal, device.stream, &records, rows, n, slots, pool,
+                                   first_bad_row);
         e != nullptr)
       return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
     return ok();

@@ -250,7 +250,23 @@ ts_status create(const ts_host_api* host, const char* options_json, ts_device de
 
 void destroy(ts_instance* instance) { tessera::sdk::destroy_instance<Bf16Cache>(instance); }
 
-const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load};
+// ABI 1.4: on a CUDA device, the store without a wait (the kernels check the rows).
+ts_status store_async(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
+                      const int64_t* slots, uint8_t* pool, ts_device device,
+                      int64_t* first_bad_row) {
+  if (device.type != TS_DEVICE_CUDA || first_bad_row == nullptr) {
+    return store(self, layout, rows, n, slots, pool, device);
+  }
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (ts_status s = check_call(layout, slots, n, device, rows, pool); s.code != TS_OK) {
+      return s;
+    }
+    return cache(self).cuda->store_async(records_of(cache(self), *layout), rows, n, slots, pool,
+                                         device, first_bad_row);
+  });
+}
+
+const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load, store_async};
 
 const ts_plugin_descriptor kDescriptor = {
     sizeof(ts_plugin_descriptor),

@@ -175,7 +175,21 @@ ts_status create(const ts_host_api* host, const char*, ts_device device, ts_inst
 
 void destroy(ts_instance* instance) { tessera::sdk::destroy_instance<Fp8Cache>(instance); }
 
-const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load};
+// ABI 1.4: on a CUDA device, the store without a wait (the kernels check the rows).
+ts_status store_async(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
+                      const int64_t* slots, uint8_t* pool, ts_device device,
+                      int64_t* first_bad_row) {
+  if (device.type != TS_DEVICE_CUDA || first_bad_row == nullptr)
+    return store(self, layout, rows, n, slots, pool, device);
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (ts_status s = check_call("store", layout, rows, n, slots, pool, device); s.code != TS_OK)
+      return s;
+    return cache(self).cuda->store_async(records_of(*layout), rows, n, slots, pool, device,
+                                         first_bad_row);
+  });
+}
+
+const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load, store_async};
 
 // round_trip_error: |x - load(store(x))| <= relative*|x| + of_row_amax*max|row| + absolute per
 // value (docs/kvcache.md). Main: e4m3 rounding is <= 2^-4 |v| for normals and <= 2^-10 in scaled

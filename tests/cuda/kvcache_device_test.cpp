@@ -10,6 +10,10 @@
 //     bytes kept), every storage option of the plugin, main and indexer shapes of Flash, of the
 //     tiny model and one whose last scale group is partial;
 //   - load: decoding those pages on the device gives the CPU path's rows bit for bit;
+//   - store_async (ABI 1.4): rows with a NaN and an infinity beyond the first launch's 256 are
+//     left unwritten, the others written as the CPU path writes them, the lowest bad row's index
+//     in the device word; on the emulated device the call returns before the stream ran (no
+//     wait);
 //   - refusals: a non-finite value (the CPU path's status and message, nothing written), rows in
 //     host memory, and a plugin whose CUDA module is not installed (the message names the path
 //     looked for).
@@ -18,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -139,6 +144,60 @@ void check_shape(const LoadedPlugin& plugin, const char* options, const Shape& s
          name + ": device load gives the CPU path's rows bit for bit " + message(s));
 }
 
+void check_store_async(const LoadedPlugin& plugin, const Shape& shape, const TestStream& stream,
+                       std::mt19937_64& rng) {
+  KvInstance kv(plugin, "{}", stream.device());
+  const ts_kv_cache_table& t = kv.table();
+  if (t.struct_size < offsetof(ts_kv_cache_table, store_async) + sizeof(void*) ||
+      t.store_async == nullptr) {
+    expect(false, std::string(shape.name) + ": the format has no store_async");
+    return;
+  }
+  const ts_kv_layout layout = kv.describe(shape.stream, shape.dim, shape.rope, shape.per_page);
+  const int64_t n = shape.rows;
+  const int64_t pages = (n + shape.per_page - 1) / shape.per_page;
+  std::vector<int64_t> slots(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) slots[static_cast<size_t>(i)] = n - 1 - i;
+  std::vector<float> rows = random_rows(n, shape.dim, rng);
+  const int64_t bad_a = n - 30, bad_b = n - 20;  // both in the second launch (n > 256)
+  rows[static_cast<size_t>(bad_b * shape.dim + 1)] = std::numeric_limits<float>::quiet_NaN();
+  rows[static_cast<size_t>(bad_a * shape.dim + shape.dim - 1)] =
+      -std::numeric_limits<float>::infinity();
+  std::vector<uint8_t> pool(static_cast<size_t>(pages * layout.page_bytes));
+  for (uint8_t& b : pool) b = static_cast<uint8_t>(rng());
+  // What the CPU path writes for the finite rows alone.
+  std::vector<float> finite_rows;
+  std::vector<int64_t> finite_slots;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == bad_a || i == bad_b) continue;
+    finite_rows.insert(finite_rows.end(), rows.begin() + i * shape.dim,
+                       rows.begin() + (i + 1) * shape.dim);
+    finite_slots.push_back(slots[static_cast<size_t>(i)]);
+  }
+  std::vector<uint8_t> want = pool;
+  if (t.store(kv.get(), &layout, finite_rows.data(), static_cast<int64_t>(finite_slots.size()),
+              finite_slots.data(), want.data(), kCpu)
+          .code != TS_OK)
+    throw std::runtime_error("CPU store failed");
+  DeviceVector<uint8_t> device_pool(pool, stream);
+  DeviceVector<float> device_rows(rows, stream);
+  DeviceVector<int64_t> first_bad(std::vector<int64_t>{n}, stream);
+  const ts_status s = t.store_async(kv.get(), &layout, device_rows.get(), n, slots.data(),
+                                    device_pool.get(), stream.device(), first_bad.get());
+  const std::string name = std::string(shape.name) + " store_async";
+#ifdef TESSERA_DEVICE_EMULATION  // device memory is the host's: untouched until the stream runs
+  expect(std::memcmp(device_pool.get(), pool.data(), pool.size()) == 0,
+         name + ": returns before the stream ran (no wait)");
+#endif
+  expect(s.code == TS_OK && device_pool.download(stream) == want,
+         name + ": the finite rows as the CPU path writes them, the bad rows' slots untouched " +
+             message(s));
+  const std::vector<int64_t> got = first_bad.download(stream);
+  expect(got.size() == 1 && got[0] == bad_a, name + ": the lowest non-finite row's index (" +
+                                                 std::to_string(got.at(0)) + ", want " +
+                                                 std::to_string(bad_a) + ")");
+}
+
 void check_refusals(const LoadedPlugin& plugin, const std::string& plugin_path,
                     const TestStream& stream) {
   KvInstance kv(plugin, "{}", stream.device());
@@ -212,6 +271,8 @@ int main_impl(int argc, char** argv) {
   if (format == "bf16") options.push_back(R"({"storage":"fp32"})");
   for (const char* option : options)
     for (const Shape& shape : shapes) check_shape(plugin, option, shape, stream, rng);
+  check_store_async(plugin, shapes[1], stream, rng);  // a warp per row (indexer) in fp8
+  check_store_async(plugin, shapes[4], stream, rng);  // a block per row
   check_refusals(plugin, argv[1], stream);
   std::printf("kvcache_device_test (%s): %d failure(s)\n", format.c_str(), g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -247,6 +247,14 @@ typedef struct ts_kv_cache_table {
    * rows device memory, slots host memory; enqueued on device.stream. */
   ts_status (*load)(ts_instance* self, const ts_kv_layout* layout, const uint8_t* pool,
                     const int64_t* slots, int64_t n, float* rows, ts_device device);
+  /* ABI 1.4, optional (absent or NULL: the host calls store). CUDA devices: store without waiting
+   * for the stream. A row holding a non-finite value is not written (its slot keeps its bytes)
+   * and its index is min-reduced into *first_bad_row, an int64 in device memory of
+   * device.ordinal that the host set to n or more beforehand and reads after synchronising, to
+   * refuse the step. Everything else as store. */
+  ts_status (*store_async)(ts_instance* self, const ts_kv_layout* layout, const float* rows,
+                           int64_t n, const int64_t* slots, uint8_t* pool, ts_device device,
+                           int64_t* first_bad_row);
 } ts_kv_cache_table;
 
 /* A kv-cache format instance as seen by an attention backend (so the reference backend can read

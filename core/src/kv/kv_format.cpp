@@ -1,5 +1,6 @@
 #include "kv/kv_format.hpp"
 
+#include <cstddef>
 #include <utility>
 
 namespace tessera {
@@ -20,9 +21,21 @@ KvFormat::KvFormat(PluginInstance instance, int32_t main_dim, int32_t rope_dim, 
            name(), main_.page_bytes, main_.entries_per_page);
 }
 
+bool KvFormat::stores_without_waiting() const {
+  return table_->struct_size >= offsetof(ts_kv_cache_table, store_async) + sizeof(void*) &&
+         table_->store_async != nullptr;
+}
+
 void KvFormat::store(const ts_kv_layout& layout, const float* rows, std::span<const int64_t> slots,
-                     uint8_t* pool, ts_device device) const {
+                     uint8_t* pool, ts_device device, int64_t* first_bad_row) const {
   if (slots.empty()) return;
+  if (first_bad_row != nullptr && device.type == TS_DEVICE_CUDA && stores_without_waiting()) {
+    instance_.check(
+        table_->store_async(instance_.get(), &layout, rows, static_cast<int64_t>(slots.size()),
+                            slots.data(), pool, device, first_bad_row),
+        "store");
+    return;
+  }
   instance_.check(table_->store(instance_.get(), &layout, rows, static_cast<int64_t>(slots.size()),
                                 slots.data(), pool, device),
                   "store");

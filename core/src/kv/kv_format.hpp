@@ -22,8 +22,14 @@ class KvFormat {
 
   // rows [n, layout.dim] -> slots. Throws tessera::Error with the plugin's message. For a CUDA
   // `device` rows and pool are its memory and the work is enqueued on its stream (plugin_abi.h).
+  // Given `first_bad_row` (device memory, set to n or more) and a format with store_async
+  // (ABI 1.4), a CUDA store does not wait for the stream: a non-finite row is left unwritten and
+  // its index min-reduced there, for the caller to read after synchronising.
   void store(const ts_kv_layout& layout, const float* rows, std::span<const int64_t> slots,
-             uint8_t* pool, ts_device device = device::kHostPluginDevice) const;
+             uint8_t* pool, ts_device device = device::kHostPluginDevice,
+             int64_t* first_bad_row = nullptr) const;
+  // Whether store can take first_bad_row on a CUDA device (the format has store_async).
+  [[nodiscard]] bool stores_without_waiting() const;
   void load(const ts_kv_layout& layout, const uint8_t* pool, std::span<const int64_t> slots,
             float* rows, ts_device device = device::kHostPluginDevice) const;
 

@@ -4,11 +4,14 @@
 // grouped output projection.
 #include <cmath>
 #include <cstddef>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "device/plugin_device.hpp"
 #include "model/attention_batch.hpp"
 #include "model/device_forward_context.hpp"
+#include "util/check.hpp"
 
 namespace tessera::dsv4 {
 
@@ -44,7 +47,8 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
       slots[row] = chunk.kv->write_window_slot(layer, ctx.positions[row]);
     }
   }
-  ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(), plugin_device);
+  ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(), plugin_device,
+                      ctx.kv_failures + layer * kKvStores + kWindowKv);
   ctx.mark("attention: q, kv projections + store");
   if (m > 0) {
     ctx.compressors->run(ctx, layer, *w.compressor, false, x, inv_freq);
@@ -121,6 +125,39 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
   ops.swap_outer_axes(s, z_groups, G, T, OL, z);
   linear(ops, s, z, T, w.wo_b, out);
   ctx.mark("attention: output projection");
+}
+
+void check_kv_stores(const ModelConfig& config, const KvFormat& format,
+                     std::span<const int64_t> failures, const ForwardBatch& batch) {
+  static constexpr const char* kWhat[kKvStores] = {"window kv rows", "compressed kv entries",
+                                                   "indexer keys"};
+  constexpr int64_t kUntouched = 0x7F7F7F7F7F7F7F7F;  // the fill: no non-finite row
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    for (int64_t store = 0; store < kKvStores; ++store) {
+      const int64_t row = failures[static_cast<size_t>(layer * kKvStores + store)];
+      if (row == kUntouched) {
+        continue;
+      }
+      std::string where = "row " + std::to_string(row) + " of the store";
+      if (store == kWindowKv) {  // a row of the step: name its sequence's position
+        int64_t first = 0;
+        for (size_t c = 0; c < batch.chunks.size(); ++c) {
+          const auto n = static_cast<int64_t>(batch.chunks[c].tokens.size());
+          if (row < first + n) {
+            where = "the token at position " +
+                    std::to_string(batch.chunks[c].kv->length() + row - first) + " of chunk " +
+                    std::to_string(c);
+            break;
+          }
+          first += n;
+        }
+      }
+      TS_CHECK(false,
+               "layer {}: the {} given to the kv cache `{}` hold a non-finite value ({}): that "
+               "row was not written and the step failed",
+               layer, kWhat[store], format.name(), where);
+    }
+  }
 }
 
 }  // namespace tessera::dsv4

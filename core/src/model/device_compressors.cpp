@@ -168,9 +168,10 @@ void DeviceCompressors::run(const DeviceForwardContext& ctx, int64_t layer,
     }
     const ts_kv_layout& layout =
         indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
-    ctx.kv_format.store(layout, entries, slots,
-                        indexer ? ctx.pools.indexer.data() : ctx.pools.main.data(),
-                        device::plugin_device(ctx.device, s));
+    ctx.kv_format.store(
+        layout, entries, slots, indexer ? ctx.pools.indexer.data() : ctx.pools.main.data(),
+        device::plugin_device(ctx.device, s),
+        ctx.kv_failures + layer * kKvStores + (indexer ? kIndexerKeys : kCompressedKv));
   }
   record_snapshots(ctx, layer, indexer, ring, kv, gate);
   if (p.keep > 0) {  // after every read of the rings this step

@@ -22,6 +22,9 @@
 
 namespace tessera::dsv4 {
 
+// The kv stores of a layer, as kv_failures counts them.
+enum KvStore : int64_t { kWindowKv = 0, kCompressedKv = 1, kIndexerKeys = 2, kKvStores = 3 };
+
 struct DeviceForwardContext {
   const ModelConfig& config;
   device::Device& device;
@@ -38,7 +41,10 @@ struct DeviceForwardContext {
   const int32_t* ids_dev;                 // [T] token ids on the device
   device::StepTimeline* timeline;         // null unless a benchmark asks where the time goes
   int64_t* routing_failures;              // [layers] device: each MoE's lowest failed token, or T
-  const DeviceCompressors* compressors;   // the step's compressor plans
+  // [layers, kKvStores] device: each kv store's lowest row holding a non-finite value (left
+  // unwritten by the format), or more than any row; given to formats with store_async.
+  int64_t* kv_failures;
+  const DeviceCompressors* compressors;  // the step's compressor plans
 
   // Closes the interval since the previous mark under `label` when a timeline is attached.
   void mark(const char* label) const {
@@ -57,6 +63,10 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
 // x: [T, D] (post ffn_norm) -> out [T, D], device memory.
 void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const DeviceMoeWeights& w,
                         const float* x, float* out);
+// After the step: throws tessera::Error naming the first layer and store whose rows held a
+// non-finite value (kv_failures as copied to the host), and the token of a window row.
+void check_kv_stores(const ModelConfig& config, const KvFormat& format,
+                     std::span<const int64_t> failures, const ForwardBatch& batch);
 // After the step: throws tessera::Error naming the first layer whose routing failed (a hash
 // layer's token id outside tid2eid, or an expert outside [0, E)); failures: routing_failures as
 // copied to the host.

@@ -94,11 +94,17 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
 
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
-  auto* routing_failures = scratch_.get<int64_t>("moe.routing_failures", config_.num_layers);
-  const DeviceForwardContext ctx{config_,    device_,     stream_,          ops,
-                                 scratch_,   staging_,    kv_format_,       pools_,
-                                 attention_, batch,       positions,        positions_dev,
-                                 ids_dev,    st.timeline, routing_failures, &compressors_};
+  // [layers] the MoEs' routing failures, then [layers, kKvStores] the kv stores' first
+  // non-finite rows (set past any row: 0x7F bytes); one copy back after the step.
+  const auto L = static_cast<size_t>(config_.num_layers);
+  auto* routing_failures =
+      scratch_.get<int64_t>("step.failures", static_cast<int64_t>(L * (1 + kKvStores)));
+  int64_t* kv_failures = routing_failures + L;
+  device_.fill(kv_failures, 0x7F, L * kKvStores * sizeof(int64_t), stream_);
+  const DeviceForwardContext ctx{config_,     device_,       stream_, ops,         scratch_,
+                                 staging_,    kv_format_,    pools_,  attention_,  batch,
+                                 positions,   positions_dev, ids_dev, st.timeline, routing_failures,
+                                 kv_failures, &compressors_};
   if (st.timeline != nullptr) {
     st.timeline->begin();
   }
@@ -177,14 +183,13 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     comm_->all_gather(part, static_cast<size_t>(R * Vr), gathered, stream_);
     if (comm_->rank() == 0) ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
   }
-  // What comes back to the host, in one block of page-locked memory: the routing failures, and on
-  // the rank that samples the logits with their scans.
+  // What comes back to the host, in one block of page-locked memory: the routing and kv store
+  // failures, and on the rank that samples the logits with their scans.
   const bool sampled_here = comm_ == nullptr || comm_->rank() == 0;
-  const auto L = static_cast<size_t>(config_.num_layers);
   const size_t n_values = sampled_here ? static_cast<size_t>(R * V) : 0;
   const size_t n_groups = sampled_here ? static_cast<size_t>(R * groups) : 0;
   const size_t n_scans = sampled_here ? static_cast<size_t>(R) : 0;
-  const size_t at_values = align_up(L * sizeof(int64_t));
+  const size_t at_values = align_up(L * (1 + kKvStores) * sizeof(int64_t));
   const size_t at_groups = at_values + align_up(n_values * sizeof(float));
   const size_t at_scans = at_groups + align_up(n_groups * sizeof(float));
   const std::shared_ptr<std::byte> block =
@@ -205,11 +210,14 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     device_.copy(logits.group_max.data(), group_max, n_groups * sizeof(float),
                  device::CopyKind::kDeviceToHost, stream_);
   }
-  device_.copy(failures, routing_failures, L * sizeof(int64_t), device::CopyKind::kDeviceToHost,
-               stream_);
+  device_.copy(failures, routing_failures, L * (1 + kKvStores) * sizeof(int64_t),
+               device::CopyKind::kDeviceToHost, stream_);
   ctx.mark("head + logits to host");
   device_.synchronize(stream_);
   staging_.reset();
+  // Before anything of the step is kept: a non-finite row given to the kv format fails it.
+  check_kv_stores(config_, kv_format_, std::span<const int64_t>(failures + L, L * kKvStores),
+                  batch);
   // After the synchronisation: the snapshots' compressor states have arrived.
   compressors_.finish(config_, batch);
   for (const SequenceChunk& c : batch.chunks) {

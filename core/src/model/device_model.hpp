@@ -4,8 +4,8 @@
 // device's memory, attention and the kv format through their plugins on the device. Works on every
 // backend: the cpu one (host memory, the oracle's ops), cuda and emulated. Single rank.
 //
-// A step synchronises the stream once, at its end (the kv format's `store` may wait as well:
-// docs/cuda.md). Its uploads (ids, positions, plans) come from a page-locked arena
+// A step synchronises the stream once, at its end (a kv format without store_async waits in
+// each store: docs/cuda.md). Its uploads (ids, positions, plans) come from a page-locked arena
 // (device/host_staging.hpp); logits come back to the host (page-locked memory of the device)
 // with their row scans, with the MoE's routing failures and the prefix snapshots' compressor
 // states. The host plans the step before it from positions and cache

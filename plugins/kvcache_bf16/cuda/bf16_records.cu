@@ -3,6 +3,7 @@
 // bits (finite inputs), or the fp32 bits unchanged for storage = "fp32"; decoding widens exactly.
 #include "bf16_records.hpp"
 #include "device_primitives.cuh"
+#include "row_check.cuh"
 
 namespace tessera::kvbf16 {
 namespace {
@@ -23,11 +24,16 @@ TS_DEVICE uint16_t nearest_even_bf16(float v) {
   return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
-// rows [n, dim] fp32 -> records; one block per row (blockIdx.x = i < n).
+// rows [n, dim] fp32 -> records; one block per row (blockIdx.x = i < n). A row holding a
+// non-finite value is not written; row0 + i is min-reduced into *first_bad (when not null).
 TS_KERNEL(kThreads)
-store_records(ts_bf16_records r, const float* rows, SlotChunk slots, uint8_t* pool) {
+store_records(ts_bf16_records r, const float* rows, SlotChunk slots, uint8_t* pool,
+              int64_t* first_bad, int64_t row0) {
   const int i = block_index();
   const float* src = rows + i * r.dim;
+  if (!cuda_module::block_row_finite(src, r.dim, kThreads, reinterpret_cast<int*>(dynamic_smem()),
+                                     first_bad, row0 + i))
+    return;
   uint8_t* dst = pool + record_offset(r, slots.slot[i]);
   if (r.value_bytes == 4) {
     auto* out = reinterpret_cast<float*>(dst);
@@ -56,11 +62,11 @@ load_records(ts_bf16_records r, const uint8_t* pool, SlotChunk slots, float* row
 }  // namespace
 
 cudaError_t launch_store_records(const ts_bf16_records& records, const float* rows,
-                                 const SlotChunk& slots, int n, uint8_t* pool,
-                                 cudaStream_t stream) {
+                                 const SlotChunk& slots, int n, uint8_t* pool, cudaStream_t stream,
+                                 int64_t* first_bad, int64_t row0) {
   if (n <= 0) return cudaSuccess;
-  TS_LAUNCH(store_records, dim3(static_cast<unsigned>(n)), dim3(kThreads), 0, stream, records, rows,
-            slots, pool);
+  TS_LAUNCH(store_records, dim3(static_cast<unsigned>(n)), dim3(kThreads), sizeof(int), stream,
+            records, rows, slots, pool, first_bad, row0);
   return cudaGetLastError();
 }
 

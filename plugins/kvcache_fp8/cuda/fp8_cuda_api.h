@@ -37,9 +37,11 @@ typedef struct ts_fp8_cuda_api {
   const char* (*copy_to_host)(int32_t ordinal, void* stream, void* host, const void* device,
                               size_t bytes);
   /* Enqueues the encoding of rows [n, dim] fp32 (device) into the entries of slots[0..n) (host;
-   * n >= 0, every slot >= 0; the rows are finite). */
+   * n >= 0, every slot >= 0). A row holding a non-finite value is not written and its index is
+   * min-reduced into *first_bad_row (device memory); NULL: the rows are known finite. */
   const char* (*store)(int32_t ordinal, void* stream, const ts_fp8_records* records,
-                       const float* rows, int64_t n, const int64_t* slots, uint8_t* pool);
+                       const float* rows, int64_t n, const int64_t* slots, uint8_t* pool,
+                       int64_t* first_bad_row);
   /* Enqueues the decoding of the entries of slots[0..n) into rows [n, dim] fp32 (device). */
   const char* (*load)(int32_t ordinal, void* stream, const ts_fp8_records* records,
                       const uint8_t* pool, const int64_t* slots, int64_t n, float* rows);

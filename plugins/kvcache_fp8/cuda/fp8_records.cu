@@ -9,6 +9,7 @@
 #include "device_primitives.cuh"
 #include "fp8_records.hpp"
 #include "number_formats.cuh"
+#include "row_check.cuh"
 
 namespace tessera::kvfp8 {
 namespace {
@@ -64,8 +65,12 @@ TS_DEVICE uint16_t nearest_even_bf16(float v) {
 // rows [n, dim] -> main entries; one block per row (blockIdx.x = i < n), warp w encodes the
 // groups w, w + 8, ...
 TS_KERNEL(kMainThreads)
-store_latent(ts_fp8_records r, const float* rows, SlotChunk slots, uint8_t* pool) {
+store_latent(ts_fp8_records r, const float* rows, SlotChunk slots, uint8_t* pool,
+             int64_t* first_bad, int64_t row0) {
   const int i = block_index();
+  if (!cuda_module::block_row_finite(rows + i * r.dim, r.dim, kMainThreads,
+                                     reinterpret_cast<int*>(dynamic_smem()), first_bad, row0 + i))
+    return;
   const Geometry g = geometry_of(r);
   const int64_t entry = slots.slot[i] % r.entries_per_page;
   uint8_t* page = page_of(r, pool, slots.slot[i]);
@@ -95,8 +100,10 @@ store_latent(ts_fp8_records r, const float* rows, SlotChunk slots, uint8_t* pool
 
 // rows [n, dim] -> indexer keys; one warp per row.
 TS_KERNEL(kWarp)
-store_indexer(ts_fp8_records r, const float* rows, SlotChunk slots, uint8_t* pool) {
+store_indexer(ts_fp8_records r, const float* rows, SlotChunk slots, uint8_t* pool,
+              int64_t* first_bad, int64_t row0) {
   const int i = block_index();
+  if (!cuda_module::warp_row_finite(rows + i * r.dim, r.dim, kWarp, first_bad, row0 + i)) return;
   const int64_t entry = slots.slot[i] % r.entries_per_page;
   uint8_t* page = page_of(r, pool, slots.slot[i]);
   const float* row = rows + i * r.dim;
@@ -151,14 +158,16 @@ load_indexer(ts_fp8_records r, const uint8_t* pool, SlotChunk slots, float* rows
 }  // namespace
 
 cudaError_t launch_store_entries(const ts_fp8_records& records, const float* rows,
-                                 const SlotChunk& slots, int n, uint8_t* pool,
-                                 cudaStream_t stream) {
+                                 const SlotChunk& slots, int n, uint8_t* pool, cudaStream_t stream,
+                                 int64_t* first_bad, int64_t row0) {
   if (n <= 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>(n));
   if (records.indexer != 0)
-    TS_LAUNCH(store_indexer, grid, dim3(kWarp), 0, stream, records, rows, slots, pool);
+    TS_LAUNCH(store_indexer, grid, dim3(kWarp), 0, stream, records, rows, slots, pool, first_bad,
+              row0);
   else
-    TS_LAUNCH(store_latent, grid, dim3(kMainThreads), 0, stream, records, rows, slots, pool);
+    TS_LAUNCH(store_latent, grid, dim3(kMainThreads), sizeof(int), stream, records, rows, slots,
+              pool, first_bad, row0);
   return cudaGetLastError();
 }
 

@@ -11,9 +11,12 @@ namespace tessera::kvfp8 {
 
 using cuda_module::SlotChunk;
 
-// rows [n, dim] fp32 -> the entries of slots.slot[0..n), n <= kSlotsPerLaunch.
+// rows [n, dim] fp32 -> the entries of slots.slot[0..n), n <= kSlotsPerLaunch. A row holding a
+// non-finite value is left unwritten and row0 + its index min-reduced into *first_bad (device
+// memory; null: the rows are known finite).
 cudaError_t launch_store_entries(const ts_fp8_records& records, const float* rows,
-                                 const SlotChunk& slots, int n, uint8_t* pool, cudaStream_t stream);
+                                 const SlotChunk& slots, int n, uint8_t* pool, cudaStream_t stream,
+                                 int64_t* first_bad, int64_t row0);
 // The entries of slots.slot[0..n) -> rows [n, dim] fp32.
 cudaError_t launch_load_entries(const ts_fp8_records& records, const uint8_t* pool,
                                 const SlotChunk& slots, int n, float* rows, cudaStream_t stream);
