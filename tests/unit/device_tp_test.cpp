@@ -13,6 +13,8 @@
 //   free memory is refused before loading, with the bytes;
 // - ranks on emulated devices of their own (one per rank, as on GPUs) give the bits of ranks
 //   sharing one device;
+// - greedy steps (every chunk scan-only) gather the shards' scans, not their values, and merge
+//   them to TP 1's argmax and max;
 // - a rank that fails mid-run (fault injected in rank 1 of 2) stops the step with an error naming
 //   it on rank 0, every later step throws at once, and nothing hangs (the executor joins);
 // - expert parallelism (moe_split = "ep"): each rank holds E / N whole routed experts and none of
@@ -141,6 +143,43 @@ TEST(DeviceTensorParallel, TinyBAtTwoAndFourRanksMatchesOneRank) {
     EXPECT_GT(worst, 0.0) << "tp " << tp << ": bit-identical is unexpected (is it split?)";
     EXPECT_EQ(many.greedy, one.greedy) << "tp " << tp;
     std::printf("device TP=%d vs TP=1 (tiny-b, emulated): max |dlogit| = %.3g\n", tp, worst);
+  }
+}
+
+// Greedy rows under tensor parallelism (every chunk scan-only): the ranks gather their vocabulary
+// shards' scans instead of their values and rank 0 merges them; the logits come back without
+// values and the scans give TP 1's greedy tokens and maxima (within the reduction tolerance).
+TEST(DeviceTensorParallel, ScanOnlyStepsGatherTheShardsScansNotTheirValues) {
+  const auto tiny_b = engine_test::fixture_dir("tiny-b");
+  const StepLogits one = run_steps(tiny_b, 1, 3);
+  for (int tp : {2, 4}) {
+    Runtime rt(device_options(tiny_b, tp));
+    Executor ex(rt, tp, 2);
+    const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 24),
+                                                    engine_test::make_prompt(2, 9)};
+    for (uint64_t s = 0; s < prompts.size(); ++s) ex.apply({CacheOpKind::kCreate, s + 1, 0});
+    std::vector<size_t> done(prompts.size(), 0);
+    std::vector<int32_t> last(prompts.size(), 0);
+    for (size_t step = 0; step < one.greedy.size(); ++step) {
+      std::vector<PlannedChunk> chunks = engine_test::next_chunks(prompts, done, last, 16);
+      for (PlannedChunk& c : chunks) c.scan_only = true;
+      const dsv4::Logits logits = ex.step(chunks);
+      EXPECT_TRUE(logits.values.empty()) << "tp " << tp;
+      EXPECT_TRUE(logits.group_max.empty()) << "tp " << tp;
+      ASSERT_EQ(logits.scans.size(), prompts.size()) << "tp " << tp;
+      for (size_t s = 0; s < prompts.size(); ++s) {
+        const ops::RowScan& scan = logits.scans[s];
+        ASSERT_TRUE(scan.finite);
+        EXPECT_EQ(logits.row(logits.chunk_rows[s]), nullptr);
+        const std::vector<float>& values = one.logits[step];  // TP 1: [chunks, vocab]
+        const auto row = values.begin() + static_cast<long>(s) * logits.vocab;
+        const auto top = std::max_element(row, row + logits.vocab);
+        EXPECT_EQ(scan.argmax, top - row) << "tp " << tp << " step " << step << " seq " << s;
+        EXPECT_NEAR(scan.max, *top, kTpTolerance) << "tp " << tp << " step " << step;
+        last[s] = scan.argmax;
+      }
+      EXPECT_EQ(last[0], one.greedy[step]) << "tp " << tp << " step " << step;
+    }
   }
 }
 

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TS_ABI_MAJOR 1
-#define TS_ABI_MINOR 4
+#define TS_ABI_MINOR 5
 #define TS_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
 
 /* ---------------------------------------------------------------- status */
@@ -142,7 +142,11 @@ typedef struct ts_sampling_params {
 } ts_sampling_params;
 
 typedef struct ts_sampler_row {
-  const float* logits; /* [vocab] fp32, not modified */
+  /* [vocab] fp32, not modified. ABI 1.5: NULL for a greedy row (ts_sampling_is_greedy) when the
+   * plugin's capabilities hold "greedy_from_scan": true; the host then calls sample_scanned or
+   * sample_grouped, and the row's scan is its answer (a device forward copies such rows back
+   * without their values). */
+  const float* logits;
   ts_sampling_params params;
   const int32_t* prompt_tokens; /* for repetition_penalty */
   int64_t n_prompt_tokens;
@@ -161,7 +165,9 @@ typedef struct ts_sampler_result {
 } ts_sampler_result;
 
 /* What the host already knows of a row's logits (ABI 1.1), found while it wrote them: every value
- * is finite, `max` is the largest and `argmax` the lowest index holding it. */
+ * is finite, `max` is the largest and `argmax` the lowest index holding it. ABI 1.5: for a row
+ * whose logits are NULL, argmax -1 says the host found a NaN or infinity in it (the plugin answers
+ * TS_ERR_NUMERIC for that row). */
 typedef struct ts_row_scan {
   float max;
   int32_t argmax;
@@ -176,6 +182,14 @@ typedef struct ts_row_scan {
 #define TS_LOGIT_GROUP_LANES 16
 #define TS_LOGIT_GROUP_COUNT(vocab) \
   ((((int64_t)(vocab) + TS_LOGIT_GROUP_BLOCK - 1) / TS_LOGIT_GROUP_BLOCK) * TS_LOGIT_GROUP_LANES)
+
+/* ABI 1.5: whether the row's token is its logits' argmax and nothing else is asked of them (no
+ * penalty, no logprobs), so that the row's scan answers it: what a plugin declaring
+ * "greedy_from_scan" accepts with NULL logits. Truncation (top-k/p, min-p) keeps the argmax. */
+static inline int ts_sampling_is_greedy(const ts_sampling_params* p) {
+  return p->temperature == 0.0f && p->repetition_penalty == 1.0f && p->frequency_penalty == 0.0f &&
+         p->presence_penalty == 0.0f && p->logprobs == 0 && p->top_logprobs == 0;
+}
 
 /* A row scan with the largest logit of every group (ABI 1.2). */
 typedef struct ts_row_groups {

@@ -29,7 +29,14 @@ struct SampledToken {
 
 class BatchSampler {
  public:
-  explicit BatchSampler(const PluginInstance& sampler) : sampler_(sampler) {}
+  explicit BatchSampler(const PluginInstance& sampler)
+      : sampler_(sampler), greedy_from_scan_(sampler_takes_greedy_from_scan(sampler)) {}
+
+  // Whether a sequence's next row may come without its values (Logits::row null): when it is
+  // not sampled, or when it is greedy and the plugin takes greedy rows by their scans.
+  bool scan_only(const ts_sampling_params& params, bool sampled) const {
+    return greedy_from_scan_ && (!sampled || ts_sampling_is_greedy(&params) != 0);
+  }
 
   // rows[i] is the logits row of sequences[i]; its draw index is its output length. A row the
   // plugin could not sample has token -1, and last_error() says why. The result is valid until
@@ -40,6 +47,7 @@ class BatchSampler {
 
  private:
   const PluginInstance& sampler_;
+  bool greedy_from_scan_;
   std::vector<ts_sampler_row> rows_;
   RowHints hints_;  // what the model's vocabulary head found of the rows, when usable
   std::vector<ts_sampler_result> results_;

@@ -393,8 +393,13 @@ bool Engine::run_step() {
   if (step.chunks.empty()) {
     return false;
   }
-  for (Sequence* s : step.sequences) {
+  for (size_t i = 0; i < step.sequences.size(); ++i) {
+    Sequence* s = step.sequences[i];
     if (!s->first_scheduled) s->first_scheduled = t0;  // vLLM's queue time ends here
+    // A row the sampler needs only the scan of (greedy), or that is not sampled (a prompt chunk
+    // before the last): a device forward leaves its values on the device.
+    const auto chunk = static_cast<int64_t>(step.chunks[i].tokens.size());
+    step.chunks[i].scan_only = sampler_->scan_only(s->params, s->pending_tokens() == chunk);
   }
   const auto t1 = Clock::now();
   dsv4::Logits logits;

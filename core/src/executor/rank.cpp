@@ -88,7 +88,8 @@ dsv4::Logits Rank::forward(const std::vector<PlannedChunk>& chunks) {
     const auto it = sequences_.find(c.sequence);
     TS_CHECK(it != sequences_.end(), "forward of unknown sequence {}", c.sequence);
     for (const SnapshotPoint& s : c.snapshots) it->second->request_snapshot(s.length);
-    batch.chunks.push_back({it->second.get(), std::span<const int32_t>(c.tokens), false});
+    batch.chunks.push_back(
+        {it->second.get(), std::span<const int32_t>(c.tokens), false, c.scan_only});
   }
   dsv4::Logits logits = model_->forward(batch);
   for (size_t i = 0; i < chunks.size(); ++i) {

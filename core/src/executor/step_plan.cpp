@@ -75,6 +75,7 @@ std::vector<uint8_t> serialize_plan(const StepPlan& plan) {
       w.put<int64_t>(s.length);
       w.put<uint64_t>(s.snapshot);
     }
+    w.put<uint8_t>(c.scan_only ? 1 : 0);
   }
   return w.take();
 }
@@ -91,7 +92,7 @@ StepPlan deserialize_plan(std::span<const uint8_t> bytes) {
     op.sequence = r.get<uint64_t>();
     op.snapshot = r.get<uint64_t>();
   }
-  plan.chunks.resize(r.count(24));
+  plan.chunks.resize(r.count(25));
   for (PlannedChunk& c : plan.chunks) {
     c.sequence = r.get<uint64_t>();
     c.tokens = r.get_ints();
@@ -100,6 +101,9 @@ StepPlan deserialize_plan(std::span<const uint8_t> bytes) {
       s.length = r.get<int64_t>();
       s.snapshot = r.get<uint64_t>();
     }
+    const auto scan_only = r.get<uint8_t>();
+    TS_CHECK(scan_only <= 1, "step plan: scan_only byte {}", scan_only);
+    c.scan_only = scan_only == 1;
   }
   TS_CHECK(r.done(), "step plan has trailing bytes");
   return plan;

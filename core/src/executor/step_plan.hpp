@@ -33,6 +33,7 @@ struct PlannedChunk {
   uint64_t sequence = 0;
   std::vector<int32_t> tokens;  // at positions length() .. length() + size - 1
   std::vector<SnapshotPoint> snapshots;
+  bool scan_only = false;  // dsv4::SequenceChunk::scan_only
 };
 
 struct StepPlan {

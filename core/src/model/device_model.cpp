@@ -11,9 +11,6 @@
 namespace tessera::dsv4 {
 namespace {
 
-// Offsets into a host block: every part starts on a 256-byte boundary.
-size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // The mHC coefficients of one site for the step's streams [T, n, D] (ops/hyper_mix.hpp).
 struct HcCoefficients {
   float* pre;
@@ -154,76 +151,21 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   }
   compressors_.download(ctx);
 
-  // Only the rows that need logits go through hc_head, the norm and the vocabulary head.
   Logits logits;
-  logits.vocab = V;
-  const std::vector<int64_t> rows = logit_rows(batch, logits.chunk_rows);
-  const auto R = static_cast<int64_t>(rows.size());
-  auto* rows_dev = scratch_.get<int64_t>("head.rows", R);
-  staging_.upload(rows_dev, std::span<const int64_t>(rows), stream_);
-  float* picked = scratch_.get<float>("head.streams", R * n * D);
-  float* mix = scratch_.get<float>("head.mix", R * n);
-  float* y = scratch_.get<float>("head.y", R * D);
-  float* values = scratch_.get<float>("head.logits", R * V);
-  const int64_t Vr = weights_.head.out;  // this rank's vocabulary rows (V without TP)
-  const int64_t groups = TS_LOGIT_GROUP_COUNT(V);
-  auto* scans = scratch_.get<ops::RowScan>("head.scans", R);
-  auto* group_max = scratch_.get<float>("head.group_max", R * groups);
-  ops.gather_rows(stream_, streams, rows_dev, R, n * D, picked);
-  ops.hc_mix_logits(stream_, picked, R, n * D, weights_.hc_head.fn, n, eps, mix);
-  ops.hc_head_mix(stream_, mix, weights_.hc_head.scale, weights_.hc_head.base,
-                  static_cast<float>(config_.hc_eps), picked, R, n, D, y);
-  rms_norm(ops, stream_, y, R, D, weights_.norm, eps);
-  if (comm_ == nullptr) {
-    linear(ops, stream_, y, R, weights_.head, values);
-  } else {  // each rank's rows of the vocabulary, gathered [N, R, Vr] and put in order [R, V]
-    float* part = scratch_.get<float>("head.part", R * Vr);
-    float* gathered = scratch_.get<float>("head.gathered", R * V);
-    linear(ops, stream_, y, R, weights_.head, part);
-    comm_->all_gather(part, static_cast<size_t>(R * Vr), gathered, stream_);
-    if (comm_->rank() == 0) ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
-  }
-  // What comes back to the host, in one block of page-locked memory: the routing and kv store
-  // failures, and on the rank that samples the logits with their scans.
-  const bool sampled_here = comm_ == nullptr || comm_->rank() == 0;
-  const size_t n_values = sampled_here ? static_cast<size_t>(R * V) : 0;
-  const size_t n_groups = sampled_here ? static_cast<size_t>(R * groups) : 0;
-  const size_t n_scans = sampled_here ? static_cast<size_t>(R) : 0;
-  const size_t at_values = align_up(L * (1 + kKvStores) * sizeof(int64_t));
-  const size_t at_groups = at_values + align_up(n_values * sizeof(float));
-  const size_t at_scans = at_groups + align_up(n_groups * sizeof(float));
-  const std::shared_ptr<std::byte> block =
-      host_blocks_.take(at_scans + n_scans * sizeof(ops::RowScan));
-  auto* failures = reinterpret_cast<int64_t*>(block.get());
-  if (sampled_here) {  // the other ranks' logits are not read
-    ops.scan_rows(stream_, values, R, V, scans, group_max);
-    logits.values =
-        HostArray<float>(reinterpret_cast<float*>(block.get() + at_values), n_values, block);
-    logits.group_max =
-        HostArray<float>(reinterpret_cast<float*>(block.get() + at_groups), n_groups, block);
-    logits.scans = HostArray<ops::RowScan>(reinterpret_cast<ops::RowScan*>(block.get() + at_scans),
-                                           n_scans, block);
-    device_.copy(logits.values.data(), values, n_values * sizeof(float),
-                 device::CopyKind::kDeviceToHost, stream_);
-    device_.copy(logits.scans.data(), scans, n_scans * sizeof(ops::RowScan),
-                 device::CopyKind::kDeviceToHost, stream_);
-    device_.copy(logits.group_max.data(), group_max, n_groups * sizeof(float),
-                 device::CopyKind::kDeviceToHost, stream_);
-  }
-  device_.copy(failures, routing_failures, L * (1 + kKvStores) * sizeof(int64_t),
-               device::CopyKind::kDeviceToHost, stream_);
+  const StepReturn back = vocabulary_head(batch, streams, routing_failures, logits);
   ctx.mark("head + logits to host");
   device_.synchronize(stream_);
   staging_.reset();
   // Before anything of the step is kept: a non-finite row given to the kv format fails it.
-  check_kv_stores(config_, kv_format_, std::span<const int64_t>(failures + L, L * kKvStores),
+  check_kv_stores(config_, kv_format_, std::span<const int64_t>(back.failures + L, L * kKvStores),
                   batch);
   // After the synchronisation: the snapshots' compressor states have arrived.
   compressors_.finish(config_, batch);
   for (const SequenceChunk& c : batch.chunks) {
     c.kv->advance(static_cast<int64_t>(c.tokens.size()));
   }
-  check_routing(config_, std::span<const int64_t>(failures, L), batch);
+  check_routing(config_, std::span<const int64_t>(back.failures, L), batch);
+  merge_shard_scans(back, logits);
   return logits;
 }
 

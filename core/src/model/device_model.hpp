@@ -7,12 +7,15 @@
 // A step synchronises the stream once, at its end (a kv format without store_async waits in
 // each store: docs/cuda.md). Its uploads (ids, positions, plans) come from a page-locked arena
 // (device/host_staging.hpp); logits come back to the host (page-locked memory of the device)
-// with their row scans, with the MoE's routing failures and the prefix snapshots' compressor
-// states. The host plans the step before it from positions and cache
-// bookkeeping alone (page slots, the compressors' windows: model/device_compressors.hpp).
+// with their row scans (a scan-only chunk's row without its values: device_head.cpp), with the
+// MoE's routing failures and the prefix snapshots' compressor states. The host plans the step
+// before it from positions and cache bookkeeping alone (page slots, the compressors' windows:
+// model/device_compressors.hpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "device/device.hpp"
@@ -64,6 +67,22 @@ class DeviceModel final : public ForwardModel {
   [[nodiscard]] const device::HostBlockPool& host_blocks() const { return host_blocks_; }
 
  private:
+  // What the step's one copy to the host brings back (read after its synchronisation): the
+  // failures [layers * (1 + kKvStores)], and under tensor parallelism, when no row wants values,
+  // the shards' row scans [ranks, rows] (each over its Vr = shard_columns vocabulary columns).
+  struct StepReturn {
+    std::shared_ptr<std::byte> block;
+    const int64_t* failures = nullptr;
+    ops::RowScan* shard_scans = nullptr;
+    int64_t rows = 0;
+    int64_t shard_columns = 0;
+  };
+  // The vocabulary head over the rows that get logits and the copies back (device_head.cpp):
+  // fills `logits` (their host memory is written once the step is synchronised).
+  StepReturn vocabulary_head(const ForwardBatch& batch, const float* streams,
+                             const int64_t* failures_dev, Logits& logits);
+  // After the synchronisation: the shards' scans merged into logits.scans (when they came).
+  void merge_shard_scans(const StepReturn& back, Logits& logits) const;
   // The all-reduce of a block's output [count] over the ranks' parts, in fp32 or bf16.
   void all_reduce_block(float* block_out, int64_t count);
 

@@ -23,6 +23,9 @@ struct SequenceChunk {
   SequenceKv* kv = nullptr;         // its length() is the position of tokens[0]
   std::span<const int32_t> tokens;  // new tokens of this step
   bool all_logits = false;          // logits for every token (parity, scoring) or the last only
+  // Its row is wanted for its scan only (a greedy row, or one not sampled): a device forward
+  // copies back no values for it (Logits::row gives null). Ignored with all_logits.
+  bool scan_only = false;
 };
 
 struct ForwardBatch {

@@ -1,6 +1,7 @@
 #include "plugins/sampler_call.hpp"
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 
 namespace tessera {
 
@@ -10,22 +11,37 @@ void gather_row_hints(const dsv4::Logits& logits, std::span<const int64_t> rows,
   if (logits.scans.empty()) {
     return;
   }
+  bool without_values = false;
+  for (const int64_t row : rows) {
+    without_values = without_values || logits.row(row) == nullptr;
+  }
+  bool all_finite = true;
   for (const int64_t row : rows) {
     const ops::RowScan& s = logits.scans[static_cast<size_t>(row)];
-    if (!s.finite) {
+    if (!s.finite && !without_values) {
       hints.scans.clear();  // the plugin's own scan names the bad value
       return;
     }
-    hints.scans.push_back({s.max, s.argmax});
+    all_finite = all_finite && s.finite;
+    hints.scans.push_back({s.max, s.finite ? s.argmax : -1});
   }
   const int64_t groups = TS_LOGIT_GROUP_COUNT(logits.vocab);
-  const auto n_rows = static_cast<int64_t>(logits.values.size()) / logits.vocab;
-  if (static_cast<int64_t>(logits.group_max.size()) != n_rows * groups) {
+  if (!all_finite || static_cast<int64_t>(logits.group_max.size()) != logits.rows() * groups) {
     return;
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     hints.groups.push_back({hints.scans[i], logits.group_max.data() + rows[i] * groups});
   }
+}
+
+bool sampler_takes_greedy_from_scan(const PluginInstance& sampler) {
+  const ts_plugin_descriptor* d = sampler.descriptor();
+  if (d == nullptr || d->abi_minor < 5 || d->capabilities_json == nullptr) {
+    return false;
+  }
+  const nlohmann::json caps = nlohmann::json::parse(d->capabilities_json, nullptr, false);
+  const auto it = caps.is_object() ? caps.find("greedy_from_scan") : caps.end();
+  return it != caps.end() && it->is_boolean() && it->get<bool>();
 }
 
 ts_status call_sampler(const PluginInstance& sampler, std::span<const ts_sampler_row> rows,

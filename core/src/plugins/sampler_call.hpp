@@ -21,8 +21,15 @@ struct RowHints {
 };
 
 // Fills `hints` for `rows` (logits row indices) from Logits::scans and ::group_max when the
-// forward made them and every such row is finite; clears them otherwise.
+// forward made them and every such row is finite; clears them otherwise, unless one of the rows
+// came back without values (a scan-only row, ABI 1.5): then every row keeps its scan, a
+// non-finite one with argmax -1 (the plugin answers TS_ERR_NUMERIC for it; for a row with values
+// that scan is ignored and the plugin's own pass names the bad value).
 void gather_row_hints(const dsv4::Logits& logits, std::span<const int64_t> rows, RowHints& hints);
+
+// Whether the sampler takes greedy rows without their values (ABI 1.5, capability
+// "greedy_from_scan"): then the engine asks the forward for a greedy row's scan only.
+bool sampler_takes_greedy_from_scan(const PluginInstance& sampler);
 
 // sample_grouped(rows, groups) when hints.groups is non-empty and the plugin's table has the slot;
 // else sample_scanned(rows, scans) when hints.scans is and the table has that slot; else

@@ -21,9 +21,11 @@ namespace {
 constexpr const char* kBuildInfoJson =
     R"({"compiler":")" TS_SAMPLER_COMPILER R"(","cuda":"none","sm":[]})";
 
-// Kind-specific facts the host may show: which logprobs are reported and how draws are keyed.
+// Kind-specific facts the host may show: which logprobs are reported and how draws are keyed;
+// greedy rows may come without their values (ABI 1.5: their scan answers them).
 constexpr const char* kCapabilitiesJson =
     R"json({"devices":["cpu"],"logprobs_mode":"raw_logprobs","rng":"splitmix64(seed, rng_counter)",)json"
+    R"("greedy_from_scan":true,)"
     R"("order":["repetition_penalty","frequency_penalty","presence_penalty","temperature",)"
     R"("top_k","top_p","min_p"]})";
 

@@ -250,8 +250,18 @@ RowError sample_row(const ts_sampler_row& row, const RowHints& hints, int32_t vo
                     const PreparedRow* prepared) {
   result.token = -1;
   result.n_top = 0;
-  if (RowError e = validate_row_arguments(row, vocab, result); e.failed()) {
+  if (RowError e = validate_row_arguments(row, vocab, result, hints.scan); e.failed()) {
     return e;
+  }
+  if (row.logits == nullptr) {  // ABI 1.5: a greedy row the host sent without its values
+    if (hints.scan->argmax < 0) {
+      return RowError{TS_ERR_NUMERIC,
+                      "the host's scan found a NaN or infinity in the logits (logits must be "
+                      "finite)"};
+    }
+    result.token = hints.scan->argmax;
+    result.logprob = 0.0f;
+    return {};
   }
   const std::span<const float> raw(row.logits, static_cast<size_t>(vocab));
   // The host's scan (ABI 1.1) saves this pass over the row; one load checks it is consistent.

@@ -86,12 +86,25 @@ RowError check_tokens(const char* what, const int32_t* tokens, int64_t n, int32_
 }  // namespace
 
 RowError validate_row_arguments(const ts_sampler_row& row, int32_t vocab,
-                                const ts_sampler_result& result) {
-  if (row.logits == nullptr) {
-    return invalid("logits is NULL");
-  }
+                                const ts_sampler_result& result, const ts_row_scan* scan) {
   if (RowError e = check_params(row.params); e.failed()) {
     return e;
+  }
+  if (row.logits == nullptr) {  // ABI 1.5: a greedy row answered by its scan
+    if (!ts_sampling_is_greedy(&row.params)) {
+      return invalid(
+          "logits is NULL, allowed only for a greedy row (temperature 0, no penalty, no "
+          "logprobs)");
+    }
+    if (scan == nullptr) {
+      return invalid(
+          "logits is NULL and the row has no scan (call sample_scanned or "
+          "sample_grouped)");
+    }
+    if (scan->argmax < -1 || scan->argmax >= vocab) {
+      return invalid("logits is NULL and the scan's argmax " + std::to_string(scan->argmax) +
+                     " is outside the vocabulary (" + std::to_string(vocab) + ")");
+    }
   }
   // Every row of every step carries its whole context, and only the penalties read it: checking
   // each id of a 100k-token context would be a 400 KB pass per row per step for nothing.

@@ -19,8 +19,10 @@ struct RowError {
 
 // Parameters, token lists and result arrays: TS_ERR_INVALID_ARGUMENT. The lists' ids are checked
 // only when a penalty reads them (penalties_active); otherwise only their counts and pointers.
+// Logits may be NULL only for a greedy row given its scan (ABI 1.5), whose argmax is a token or -1.
 [[nodiscard]] RowError validate_row_arguments(const ts_sampler_row& row, int32_t vocab,
-                                              const ts_sampler_result& result);
+                                              const ts_sampler_result& result,
+                                              const ts_row_scan* scan);
 
 // Logits: TS_ERR_NUMERIC at the first NaN or infinity.
 [[nodiscard]] RowError validate_row_logits(const float* logits, int32_t vocab);
