@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TS_CUDA_DEVICE_API_VERSION 7
+#define TS_CUDA_DEVICE_API_VERSION 8
 #define TS_CUDA_DEVICE_ENTRY_SYMBOL "tessera_cuda_device_entry"
 
 typedef struct ts_cuda_device_info {
@@ -166,6 +166,15 @@ typedef struct ts_cuda_device_api {
   ts_status (*host_release)(void* memory);
   /* Where `p` lives: 0 pageable host memory (or unknown), 1 host_allocate's, 2 device memory. */
   ts_status (*memory_kind)(const void* p, int32_t* kind);
+  /* Version 8: CUDA graphs. Between capture_begin and capture_end the work enqueued on `stream`
+   * is recorded, not run (stream capture, this thread's mode); capture_end instantiates it as an
+   * executable graph, or fails naming what broke the capture (a synchronisation, a host-to-device
+   * copy from pageable memory). graph_launch enqueues the whole graph on a stream: every kernel
+   * with the arguments it was captured with, every copy between the same addresses. */
+  ts_status (*capture_begin)(int32_t ordinal, void* stream);
+  ts_status (*capture_end)(int32_t ordinal, void* stream, void** graph);
+  ts_status (*graph_launch)(int32_t ordinal, void* graph, void* stream);
+  ts_status (*graph_destroy)(int32_t ordinal, void* graph);
 } ts_cuda_device_api;
 
 typedef const ts_cuda_device_api* (*ts_cuda_device_entry_fn)(void);

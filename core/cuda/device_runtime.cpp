@@ -2,17 +2,13 @@
 // table of device_api.h. Linked with the shared cudart only (never the driver stub), loaded with
 // dlopen on demand. The same file, built with TESSERA_DEVICE_EMULATION against the SIMT
 // emulator's runtime (core/emulator), is libtessera_cuda_emulated.so.
-#ifdef TESSERA_DEVICE_EMULATION
-#include "cuda_runtime_emulation.hpp"
-#else
-#include <cuda_runtime.h>
-#endif
-
 #include <cstring>
 #include <string>
 
 #include "device_api.h"
+#include "device_graphs.hpp"
 #include "kernels/ops_launch.hpp"
+#include "runtime_status.hpp"
 #include "tessera/plugin_sdk.hpp"
 
 namespace {
@@ -20,13 +16,8 @@ namespace {
 using tessera::sdk::fail;
 using tessera::sdk::ok;
 
-ts_status cuda_status(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return ok();
-  return fail(e == cudaErrorMemoryAllocation ? TS_ERR_OUT_OF_MEMORY : TS_ERR_INTERNAL,
-              std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-ts_status select(int32_t ordinal) { return cuda_status(cudaSetDevice(ordinal), "cudaSetDevice"); }
+using tessera::cuda_module::cuda_status;
+ts_status select(int32_t ordinal) { return tessera::cuda_module::select_device(ordinal); }
 
 ts_status device_count(int32_t* count) {
   return tessera::sdk::guarded([&]() -> ts_status {
@@ -512,7 +503,11 @@ const ts_cuda_device_api kApi = {sizeof(ts_cuda_device_api),
                                  copy_rows,
                                  host_allocate,
                                  host_release,
-                                 memory_kind};
+                                 memory_kind,
+                                 tessera::cuda_module::capture_begin,
+                                 tessera::cuda_module::capture_end,
+                                 tessera::cuda_module::graph_launch,
+                                 tessera::cuda_module::graph_destroy};
 
 }  // namespace
 

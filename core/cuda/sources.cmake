@@ -7,7 +7,8 @@ set(TESSERA_CUDA_MODULE_DIR ${CMAKE_CURRENT_LIST_DIR})
 get_filename_component(_tessera_core_src ${TESSERA_CUDA_MODULE_DIR}/../src ABSOLUTE)
 set(TESSERA_CUDA_MODULE_INCLUDE_DIRS ${TESSERA_CUDA_MODULE_DIR} ${TESSERA_CUDA_MODULE_DIR}/kernels
   ${_tessera_core_src})
-set(TESSERA_CUDA_MODULE_HOST_SOURCES ${TESSERA_CUDA_MODULE_DIR}/device_runtime.cpp)
+set(TESSERA_CUDA_MODULE_HOST_SOURCES ${TESSERA_CUDA_MODULE_DIR}/device_runtime.cpp
+  ${TESSERA_CUDA_MODULE_DIR}/device_graphs.cpp)
 # One kernel per op of the forward, shapes in a comment above each.
 set(TESSERA_CUDA_KERNEL_SOURCES
   ${TESSERA_CUDA_MODULE_DIR}/kernels/rms_norm.cu

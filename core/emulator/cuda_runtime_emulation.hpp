@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 struct dim3 {
@@ -29,7 +30,14 @@ enum cudaError_t {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
-  cudaErrorLaunchFailure = 719
+  cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901
+};
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2
 };
 inline constexpr unsigned cudaStreamNonBlocking = 1;
 inline constexpr unsigned cudaEventDisableTiming = 2;
@@ -41,6 +49,8 @@ struct cudaDeviceProp {
 };
 using cudaStream_t = struct CUstream_emulated*;
 using cudaEvent_t = struct CUevent_emulated*;
+using cudaGraph_t = struct CUgraph_emulated*;
+using cudaGraphExec_t = struct CUgraphExec_emulated*;
 enum cudaMemcpyKind {
   cudaMemcpyHostToDevice = 1,
   cudaMemcpyDeviceToHost = 2,
@@ -72,6 +82,9 @@ const char* last_error_text();
 const char* sync_error_text();  // the last failed stream or event synchronisation's text
 bool is_device_memory(const void* p);
 bool is_page_locked(const void* p);  // from cudaHostAlloc (emulated_runtime.cpp)
+bool capturing(cudaStream_t stream);                                      // emulated_streams.hpp
+void capture_invalidate(cudaStream_t stream, const std::string& why);  // emulated_streams.hpp
+const char* capture_error_text();  // what invalidated the last capture that failed to end
 // How many devices the emulator reports: TESSERA_EMULATED_DEVICES (1 to 16; default 1). They are
 // labels over the one emulator (the host's memory, one set of streams), so that ranks on devices
 // of their own (tensor parallelism, one device per rank) run as on GPUs.
@@ -123,6 +136,13 @@ cudaError_t cudaFuncSetAttribute(Kernel*, cudaFuncAttribute, int value) {
 // the stream runs the copy, as a GPU's DMA does, so that writing the source too early shows.
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind,
                                    cudaStream_t stream) {
+  if (kind == cudaMemcpyHostToDevice && !tessera::emu::is_page_locked(src) &&
+      tessera::emu::capturing(stream)) {  // the runtime would stage it now, never at a replay
+    tessera::emu::capture_invalidate(
+        stream, "a host-to-device copy of " + std::to_string(n) +
+                    " bytes from pageable memory (a graph copies from page-locked memory only)");
+    return cudaErrorStreamCaptureUnsupported;
+  }
   if (kind == cudaMemcpyHostToDevice && !tessera::emu::is_page_locked(src)) {
     auto staged = std::make_shared<std::vector<unsigned char>>(
         static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + n);
@@ -142,6 +162,9 @@ inline const char* cudaGetErrorString(cudaError_t e) {
   if (e == cudaSuccess) return "no error";
   if (e == cudaErrorMemoryAllocation) return "out of memory";
   if (e == cudaErrorInvalidValue) return "invalid argument";
+  if (e == cudaErrorStreamCaptureUnsupported)
+    return "operation not permitted when stream is capturing";
+  if (e == cudaErrorStreamCaptureInvalidated) return tessera::emu::capture_error_text();
   const char* launch = tessera::emu::last_error_text();
   return launch[0] != '\0' ? launch : tessera::emu::sync_error_text();
 }
@@ -168,6 +191,16 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 // Milliseconds between the times the stream ran up to `start` and to `end` (both complete).
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+// CUDA graphs by stream capture (emulated_streams.hpp): the recorded work, replayed in order by
+// cudaGraphLaunch on any stream. Ending an invalidated capture gives
+// cudaErrorStreamCaptureInvalidated, whose text names what invalidated it.
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
 inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
   a->type = tessera::emu::is_device_memory(p) ? cudaMemoryTypeDevice

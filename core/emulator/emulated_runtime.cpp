@@ -128,6 +128,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (tessera::emu::capturing(stream)) {
+    tessera::emu::capture_invalidate(stream, "a synchronisation of the capturing stream");
+    return cudaErrorStreamCaptureUnsupported;
+  }
   std::string error;
   const bool ok = tessera::emu::stream_synchronize(stream, &error);
   return sync_result(ok, error);
@@ -143,13 +147,79 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 
+// Events inside a capture (graph edges between streams) are not emulated: they invalidate it.
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (tessera::emu::capturing(stream)) {
+    tessera::emu::capture_invalidate(stream, "an event recorded on the capturing stream");
+    return cudaErrorStreamCaptureUnsupported;
+  }
   tessera::emu::event_record(event, stream);
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (tessera::emu::capturing(stream)) {
+    tessera::emu::capture_invalidate(stream, "a wait for an event on the capturing stream");
+    return cudaErrorStreamCaptureUnsupported;
+  }
   tessera::emu::stream_wait_event(stream, event);
+  return cudaSuccess;
+}
+
+namespace {
+std::mutex g_capture_error_mutex;
+std::string g_capture_error;
+}  // namespace
+
+const char* tessera::emu::capture_error_text() {
+  std::lock_guard lock(g_capture_error_mutex);
+  return g_capture_error.c_str();
+}
+
+struct CUgraph_emulated {
+  std::shared_ptr<tessera::emu::CapturedWork> work;
+};
+struct CUgraphExec_emulated {
+  std::shared_ptr<const tessera::emu::CapturedWork> work;
+};
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  if (stream == nullptr) return cudaErrorStreamCaptureUnsupported;
+  return tessera::emu::capture_begin(stream) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  *graph = nullptr;
+  std::string why;
+  std::shared_ptr<tessera::emu::CapturedWork> work = tessera::emu::capture_end(stream, &why);
+  if (work == nullptr) {
+    std::lock_guard lock(g_capture_error_mutex);
+    g_capture_error = "operation failed due to a previous error during capture: " + why;
+    return cudaErrorStreamCaptureInvalidated;
+  }
+  *graph = new CUgraph_emulated{std::move(work)};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (graph == nullptr) return cudaErrorInvalidValue;
+  *exec = new CUgraphExec_emulated{graph->work};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (exec == nullptr) return cudaErrorInvalidValue;
+  for (const std::function<void()>& work : *exec->work) tessera::emu::enqueue(stream, work);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
   return cudaSuccess;
 }
 

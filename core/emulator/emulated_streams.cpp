@@ -17,6 +17,8 @@ struct CUstream_emulated {
   std::deque<std::function<void()>> queue;
   uint64_t enqueued = 0, executed = 0;  // counts of items
   std::string error;                    // the first failure since the last synchronisation
+  std::shared_ptr<tessera::emu::CapturedWork> capture;  // set while capturing
+  std::string capture_error;                            // what invalidated the capture
 };
 
 struct CUevent_emulated {
@@ -95,8 +97,47 @@ void enqueue(cudaStream_t stream, std::function<void()> work) {
     return;
   }
   std::lock_guard lock(stream->mutex);
+  if (stream->capture != nullptr) {
+    stream->capture->push_back(std::move(work));
+    return;
+  }
   stream->queue.push_back(std::move(work));
   ++stream->enqueued;
+}
+
+bool capturing(cudaStream_t stream) {
+  if (stream == nullptr) return false;
+  std::lock_guard lock(stream->mutex);
+  return stream->capture != nullptr;
+}
+
+bool capture_begin(cudaStream_t stream) {
+  std::lock_guard lock(stream->mutex);
+  if (stream->capture != nullptr) return false;
+  stream->capture = std::make_shared<CapturedWork>();
+  stream->capture_error.clear();
+  return true;
+}
+
+void capture_invalidate(cudaStream_t stream, const std::string& why) {
+  std::lock_guard lock(stream->mutex);
+  if (stream->capture != nullptr && stream->capture_error.empty()) stream->capture_error = why;
+}
+
+std::shared_ptr<CapturedWork> capture_end(cudaStream_t stream, std::string* why) {
+  std::lock_guard lock(stream->mutex);
+  std::shared_ptr<CapturedWork> work = std::move(stream->capture);
+  stream->capture = nullptr;
+  if (work == nullptr) {
+    *why = "the stream was not capturing";
+    return nullptr;
+  }
+  if (!stream->capture_error.empty()) {
+    *why = std::move(stream->capture_error);
+    stream->capture_error.clear();
+    return nullptr;
+  }
+  return work;
 }
 
 void launch_on(cudaStream_t stream, dim3 grid, dim3 block, size_t dynamic_smem_bytes,

@@ -13,14 +13,19 @@
 //   - device_synchronize() runs every live stream's queued work; freeing device memory does it
 //     first (cudaFree synchronises the device), so queued work never touches freed memory;
 //   - a host-to-device copy from pageable memory reads the source when enqueued (the runtime
-//     stages it before returning), so the caller may reuse its buffer at once.
+//     stages it before returning), so the caller may reuse its buffer at once;
+//   - a capturing stream records its work instead (CUDA graphs); synchronising it, recording or
+//     waiting for an event on it, or a pageable host-to-device copy onto it invalidates the
+//     capture, which capture_end then reports.
 // Thread safety: every function may be called from any thread; a stream's work runs under the
 // stream's own lock, one item at a time.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "cuda_runtime_emulation.hpp"
 
@@ -33,6 +38,15 @@ bool stream_synchronize(cudaStream_t stream, std::string* error = nullptr);
 void enqueue(cudaStream_t stream, std::function<void()> work);
 // Runs the queued work of every live stream (failures stay recorded on their streams).
 void device_synchronize();
+
+// Stream capture (CUDA graphs): while a stream captures, work enqueued on it is recorded instead
+// of queued. capture_end hands the recorded work over, or null with the reason when something
+// invalidated the capture (capture_invalidate: a synchronisation, an event, a pageable copy).
+bool capturing(cudaStream_t stream);
+bool capture_begin(cudaStream_t stream);  // false when it already captures
+void capture_invalidate(cudaStream_t stream, const std::string& why);
+using CapturedWork = std::vector<std::function<void()>>;
+std::shared_ptr<CapturedWork> capture_end(cudaStream_t stream, std::string* why);
 
 cudaEvent_t event_create();
 void event_destroy(cudaEvent_t event);

@@ -321,4 +321,28 @@ void CudaDevice::destroy_event(void* handle) noexcept {
   (void)api_.event_destroy(ordinal_, handle);
 }
 
+Graph CudaDevice::capture(const Stream& stream, const std::function<void()>& record) {
+  check(api_.capture_begin(ordinal_, stream.handle()), "capture_begin");
+  try {
+    record();
+  } catch (...) {  // end the capture so that the stream runs work again; drop what it recorded
+    void* dropped = nullptr;
+    if (api_.capture_end(ordinal_, stream.handle(), &dropped).code == TS_OK) {
+      (void)api_.graph_destroy(ordinal_, dropped);
+    }
+    throw;
+  }
+  void* graph = nullptr;
+  check(api_.capture_end(ordinal_, stream.handle(), &graph), "capture_end");
+  return Graph(this, graph);
+}
+
+void CudaDevice::launch(const Graph& graph, const Stream& stream) {
+  check(api_.graph_launch(ordinal_, graph.handle(), stream.handle()), "graph_launch");
+}
+
+void CudaDevice::destroy_graph(void* handle) noexcept {
+  (void)api_.graph_destroy(ordinal_, handle);
+}
+
 }  // namespace tessera::device

@@ -103,9 +103,13 @@ class CudaDevice final : public Device {
   void record(const Event& event, const Stream& stream) override;
   void wait(const Stream& stream, const Event& event) override;
   [[nodiscard]] double elapsed_ms(const Event& start, const Event& end) override;
+  [[nodiscard]] bool graphs() const override { return true; }
+  [[nodiscard]] Graph capture(const Stream& stream, const std::function<void()>& record) override;
+  void launch(const Graph& graph, const Stream& stream) override;
   [[nodiscard]] const DeviceOps& ops() const override { return ops_; }
 
  private:
+  void destroy_graph(void* handle) noexcept override;
   void release(void* data) noexcept override;
   void destroy_stream(void* handle) noexcept override;
   void destroy_event(void* handle) noexcept override;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -117,6 +118,33 @@ class Event {
   void* handle_ = nullptr;
 };
 
+// Work captured from a stream (a CUDA graph), replayed by Device::launch: every kernel with the
+// arguments it was captured with, every copy between the same addresses.
+class Graph {
+ public:
+  Graph() = default;
+  Graph(Device* owner, void* handle) : owner_(owner), handle_(handle) {}
+  Graph(Graph&& o) noexcept { swap(o); }
+  Graph& operator=(Graph&& o) noexcept {
+    Graph(std::move(o)).swap(*this);
+    return *this;
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph();
+
+  [[nodiscard]] void* handle() const { return handle_; }
+  explicit operator bool() const { return handle_ != nullptr; }
+
+ private:
+  void swap(Graph& o) noexcept {
+    std::swap(owner_, o.owner_);
+    std::swap(handle_, o.handle_);
+  }
+  Device* owner_ = nullptr;
+  void* handle_ = nullptr;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -153,12 +181,25 @@ class Device {
   // Milliseconds between two recorded timing events; waits for both.
   [[nodiscard]] virtual double elapsed_ms(const Event& start, const Event& end) = 0;
 
+  // Whether capture() can record work (CUDA devices; the CPU device runs work at once).
+  [[nodiscard]] virtual bool graphs() const { return false; }
+  // Runs `record`, whose work on `stream` is recorded instead of run, and returns it as a graph.
+  // Inside, nothing may synchronise the stream, use events on it or copy to the device from
+  // pageable host memory (stage uploads in allocate_host's memory: a replay reads them again).
+  // Throws naming what broke the capture (the stream is then usable again), or when graphs() is
+  // false; an exception from `record` ends the capture and propagates.
+  [[nodiscard]] virtual Graph capture(const Stream& stream, const std::function<void()>& record);
+  // Enqueues the graph's work on `stream`.
+  virtual void launch(const Graph& graph, const Stream& stream);
+
   [[nodiscard]] virtual const DeviceOps& ops() const = 0;
 
  protected:
   friend class DeviceBuffer;
   friend class Stream;
   friend class Event;
+  friend class Graph;
+  virtual void destroy_graph(void* /*handle*/) noexcept {}
   virtual void release(void* data) noexcept = 0;
   virtual void destroy_stream(void* handle) noexcept = 0;
   virtual void destroy_event(void* handle) noexcept = 0;
@@ -177,6 +218,11 @@ inline Stream::~Stream() {
 inline Event::~Event() {
   if (owner_ != nullptr) {
     owner_->destroy_event(handle_);
+  }
+}
+inline Graph::~Graph() {
+  if (owner_ != nullptr && handle_ != nullptr) {
+    owner_->destroy_graph(handle_);
   }
 }
 
