@@ -85,8 +85,8 @@ typedef struct ts_cuda_device_api {
                           const uint8_t* w, const uint8_t* w_scale, int64_t out, float* y);
   ts_status (*linear_fp4)(int32_t ordinal, void* stream, const float* x, int64_t rows, int64_t in,
                           const uint8_t* w, const uint8_t* w_scale, int64_t out, float* y);
-  /* bias, tid2eid (null: a learned layer), token_ids: device memory; *bad (device) is
-   * min-reduced with the lowest token whose routing failed. */
+  /* bias, tid2eid (null: a learned layer), token_ids: device memory; *bad (device) is set to
+   * `tokens` on the stream, then min-reduced with the lowest token whose routing failed. */
   ts_status (*moe_routing)(int32_t ordinal, void* stream, float* scores, int64_t tokens,
                            int64_t experts, int64_t per_token, const float* bias,
                            const int32_t* tid2eid, int64_t table_size, const int32_t* token_ids,

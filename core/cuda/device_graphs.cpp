@@ -5,12 +5,13 @@
 namespace tessera::cuda_module {
 
 ts_status capture_begin(int32_t ordinal, void* stream) {
-  if (stream == nullptr) return sdk::fail(TS_ERR_INVALID_ARGUMENT, "the null stream is not captured");
+  if (stream == nullptr)
+    return sdk::fail(TS_ERR_INVALID_ARGUMENT, "the null stream is not captured");
   if (ts_status s = select_device(ordinal); s.code != TS_OK) return s;
   // Thread-local mode: other threads (other ranks' streams) may go on with unsafe calls meanwhile.
-  return cuda_status(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream),
-                                            cudaStreamCaptureModeThreadLocal),
-                     "cudaStreamBeginCapture");
+  return cuda_status(
+      cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeThreadLocal),
+      "cudaStreamBeginCapture");
 }
 
 ts_status capture_end(int32_t ordinal, void* stream, void** graph) {

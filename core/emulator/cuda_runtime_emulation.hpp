@@ -81,8 +81,8 @@ cudaError_t take_last_error();  // the launch error since the last call, then cl
 const char* last_error_text();
 const char* sync_error_text();  // the last failed stream or event synchronisation's text
 bool is_device_memory(const void* p);
-bool is_page_locked(const void* p);  // from cudaHostAlloc (emulated_runtime.cpp)
-bool capturing(cudaStream_t stream);                                      // emulated_streams.hpp
+bool is_page_locked(const void* p);   // from cudaHostAlloc (emulated_runtime.cpp)
+bool capturing(cudaStream_t stream);  // emulated_streams.hpp
 void capture_invalidate(cudaStream_t stream, const std::string& why);  // emulated_streams.hpp
 const char* capture_error_text();  // what invalidated the last capture that failed to end
 // How many devices the emulator reports: TESSERA_EMULATED_DEVICES (1 to 16; default 1). They are

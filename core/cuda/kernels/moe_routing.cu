@@ -12,6 +12,11 @@ using namespace dev;
 
 constexpr int kThreads = 256;
 
+// *bad = tokens before the routing min-reduces into it (a kernel, so that a graph replays it).
+TS_KERNEL(32) init_bad_kernel(int64_t* bad, int64_t tokens) {
+  if (thread_index() == 0) *bad = tokens;
+}
+
 // scores: [tokens, E] in place; bias: [E] or null; tid2eid: [table_size] or null (learned);
 // token_ids: [tokens]; picked, weights: [tokens, K]; bad: one int64, min-reduced.
 TS_KERNEL(kThreads)
@@ -65,7 +70,8 @@ cudaError_t launch_moe_routing(float* scores, int64_t tokens, int64_t E, int64_t
                                const float* bias, const int32_t* tid2eid, int64_t table_size,
                                const int32_t* token_ids, double scaling, int32_t* picked,
                                float* weights, int64_t* bad, cudaStream_t stream) {
-  if (tokens <= 0) return cudaSuccess;
+  TS_LAUNCH(init_bad_kernel, dim3(1), dim3(32), 0, stream, bad, tokens);
+  if (tokens <= 0) return cudaGetLastError();
   TS_LAUNCH(moe_routing_kernel, dim3(static_cast<unsigned>(tokens)), dim3(kThreads), 0, stream,
             scores, E, K, bias, tid2eid, table_size, token_ids, scaling, picked, weights, bad);
   return cudaGetLastError();

@@ -59,6 +59,7 @@ struct ExecutorSection {
   std::int64_t reduction_parts = 1;  // row-parallel sums as this many tree-added products
   std::string moe_split;             // "tp" | "ep": routed experts cut, or whole per rank
   std::string collective_dtype;      // "fp32" | "bf16": the all-reduces' values on the wire
+  bool cuda_graphs = true;           // decode steps replay CUDA graphs (device = "cuda")
 };
 
 struct KvCacheSection {

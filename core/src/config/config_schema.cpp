@@ -152,6 +152,12 @@ const std::vector<KeySpec>& keys() {
              "MoE) exchange: \"bf16\" halves their bytes and rounds each rank's part and the "
              "sum to bf16; the vocabulary all-gather stays fp32. device = \"cuda\" only "
              "(docs/engine.md)."),
+      boolean("executor", "cuda_graphs", TS_CONFIG_FIELD(executor.cuda_graphs), true,
+              "Decode steps (one token per sequence) on a CUDA device replay CUDA graphs of the "
+              "forward's work between plugin calls, captured per batch size after one eager "
+              "step; the kv format, the compressors, the attention plugin and the collectives "
+              "run eagerly between them (docs/cuda.md \"Graphs\"). false runs every step "
+              "eagerly. No effect on the CPU."),
       // [kv_cache]
       text("kv_cache", "plugin", TS_CONFIG_FIELD(kv_cache.plugin), std::string_view("bf16"),
            "KV-cache format plugin: \"bf16\", \"fp8\" or any installed format."),

@@ -59,9 +59,6 @@ void ModuleOps::linear_fp4(const Stream& stream, const float* x, int64_t rows, i
 
 void ModuleOps::route_tokens(const Stream& stream, const ops::MoeRouting& routing, float* scores,
                              int64_t tokens, int32_t* picked, float* weights, int64_t* bad) const {
-  const int64_t init = tokens;
-  check_op(api_.copy(ordinal_, bad, &init, sizeof init, TS_COPY_HOST_TO_DEVICE, stream.handle()),
-           "moe_routing");
   check_op(api_.moe_routing(ordinal_, stream.handle(), scores, tokens, routing.experts,
                             routing.per_token, routing.bias, routing.tid2eid, routing.table_size,
                             routing.token_ids, routing.scaling, picked, weights, bad),

@@ -1,7 +1,9 @@
 // The attention block of the device forward (model/attention_layer.hpp has the host one and the
-// algorithm), every part on the device: projections, norms and RoPE; kv stored by the kv format;
-// the compressors (model/device_compressors.hpp); the attention plugin; inverse RoPE and the
-// grouped output projection.
+// algorithm), every part on the device, in three parts: the inputs (projections, norms, RoPE, the
+// indexer's queries and weights: work sized by the step's tokens alone, which a graph may hold);
+// the cache and the plugin (kv stored by the kv format, the compressors of
+// model/device_compressors.hpp, the attention plugin: eager, they follow the step's pages and
+// windows); the output (inverse RoPE, the grouped output projection: graphable again).
 #include <cmath>
 #include <cstddef>
 #include <span>
@@ -15,30 +17,63 @@
 
 namespace tessera::dsv4 {
 
-void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
-                              const DeviceAttentionWeights& w, const float* inv_freq,
-                              const float* x, float* out, ForwardStats& stats) {
+AttentionBuffers attention_buffers(const DeviceForwardContext& ctx, int64_t layer,
+                                   const DeviceAttentionWeights& w) {
+  const ModelConfig& cfg = ctx.config;
+  device::Scratch& sc = ctx.scratch;
+  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, Q = w.wq_a.out;
+  AttentionBuffers b;
+  b.q_lat = sc.get<float>("attn.q_lat", T * Q);  // [T, q_lora_rank]
+  b.kv = sc.get<float>("attn.kv", T * Dh);       // [T, Dh]
+  b.q = sc.get<float>("attn.q", T * H * Dh);     // [T, H, Dh]
+  b.o = sc.get<float>("attn.o", T * H * Dh);     // [T, H, Dh], the plugin writes every value
+  if (cfg.compress_ratio(layer) == 4) {
+    b.index_q = sc.get<float>("attn.index_q", T * cfg.index_n_heads * cfg.index_head_dim);
+    b.index_w = sc.get<float>("attn.index_w", T * w.index_weights_proj.out);  // [T, IH]
+  }
+  return b;
+}
+
+void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
+                      const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
+                      const AttentionBuffers& b) {
   const ModelConfig& cfg = ctx.config;
   const device::DeviceOps& ops = ctx.ops;
   const device::Stream& s = ctx.stream;
-  device::Scratch& sc = ctx.scratch;
+  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, rope_dim = cfg.rope_dim, Q = w.wq_a.out;
+  const auto eps = static_cast<float>(cfg.rms_norm_eps);
+  linear(ops, s, x, T, w.wq_a, b.q_lat);
+  linear(ops, s, x, T, w.wkv, b.kv);
+  rms_norm(ops, s, b.q_lat, T, Q, w.q_norm, eps);
+  linear(ops, s, b.q_lat, T, w.wq_b, b.q);
+  ops.rms_norm(s, b.q, T * H, Dh, nullptr, eps);
+  rms_norm(ops, s, b.kv, T, Dh, w.kv_norm, eps);
+  ops.rope(s, b.q, T, H, Dh, rope_dim, ctx.positions_dev, inv_freq, false);
+  ops.rope(s, b.kv, T, 1, Dh, rope_dim, ctx.positions_dev, inv_freq, false);
+  ctx.mark("attention: q, kv projections");
+  if (b.index_q != nullptr) {  // CSA: the indexer's queries and head weights
+    const int64_t IH = cfg.index_n_heads, ID = cfg.index_head_dim;
+    linear(ops, s, b.q_lat, T, w.index_wq_b, b.index_q);  // [T, IH, ID], no norm
+    linear(ops, s, x, T, w.index_weights_proj, b.index_w);
+    ops.rope(s, b.index_q, T, IH, ID, rope_dim, ctx.positions_dev, inv_freq, false);
+    // nI^-0.5 on the head weights and index_head_dim^-0.5 on the score (TRANSFORMERS_NOTES §F)
+    const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(IH)) /
+                                          std::sqrt(static_cast<double>(ID)));
+    ops.scale(s, b.index_w, T * w.index_weights_proj.out, scale);
+    ctx.mark("attention: indexer q, weights");
+  }
+}
+
+void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
+                             const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
+                             const AttentionBuffers& b, ForwardStats& stats) {
+  const ModelConfig& cfg = ctx.config;
+  const device::Stream& s = ctx.stream;
   const auto T = static_cast<int64_t>(ctx.positions.size());
   const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, m = cfg.compress_ratio(layer);
-  const int64_t rope_dim = cfg.rope_dim, Q = w.wq_a.out;
-  const auto eps = static_cast<float>(cfg.rms_norm_eps);
   const ts_device plugin_device = device::plugin_device(ctx.device, s);
-
-  float* q_lat = sc.get<float>("attn.q_lat", T * Q);  // [T, q_lora_rank]
-  float* kv = sc.get<float>("attn.kv", T * Dh);       // [T, Dh]
-  float* q = sc.get<float>("attn.q", T * H * Dh);     // [T, H, Dh]
-  linear(ops, s, x, T, w.wq_a, q_lat);
-  linear(ops, s, x, T, w.wkv, kv);
-  rms_norm(ops, s, q_lat, T, Q, w.q_norm, eps);
-  linear(ops, s, q_lat, T, w.wq_b, q);
-  ops.rms_norm(s, q, T * H, Dh, nullptr, eps);
-  rms_norm(ops, s, kv, T, Dh, w.kv_norm, eps);
-  ops.rope(s, q, T, H, Dh, rope_dim, ctx.positions_dev, inv_freq, false);
-  ops.rope(s, kv, T, 1, Dh, rope_dim, ctx.positions_dev, inv_freq, false);
 
   // The new tokens' kv into the window cache before attention (each query sees itself).
   std::vector<int64_t> slots(static_cast<size_t>(T));
@@ -47,9 +82,9 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
       slots[row] = chunk.kv->write_window_slot(layer, ctx.positions[row]);
     }
   }
-  ctx.kv_format.store(ctx.kv_format.main_layout(), kv, slots, ctx.pools.main.data(), plugin_device,
-                      ctx.kv_failures + layer * kKvStores + kWindowKv);
-  ctx.mark("attention: q, kv projections + store");
+  ctx.kv_format.store(ctx.kv_format.main_layout(), b.kv, slots, ctx.pools.main.data(),
+                      plugin_device, ctx.kv_failures + layer * kKvStores + kWindowKv);
+  ctx.mark("attention: kv store");
   if (m > 0) {
     ctx.compressors->run(ctx, layer, *w.compressor, false, x, inv_freq);
     if (w.index_compressor) {
@@ -58,34 +93,18 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
     ctx.mark("attention: compressors");
   }
 
-  float *index_q = nullptr, *index_w = nullptr;
-  if (m == 4) {
-    const int64_t IH = cfg.index_n_heads, ID = cfg.index_head_dim;
-    const int64_t weights_per_token = w.index_weights_proj.out;
-    index_q = sc.get<float>("attn.index_q", T * IH * ID);            // [T, IH, ID], no norm
-    index_w = sc.get<float>("attn.index_w", T * weights_per_token);  // [T, IH]
-    linear(ops, s, q_lat, T, w.index_wq_b, index_q);
-    linear(ops, s, x, T, w.index_weights_proj, index_w);
-    ops.rope(s, index_q, T, IH, ID, rope_dim, ctx.positions_dev, inv_freq, false);
-    // nI^-0.5 on the head weights and index_head_dim^-0.5 on the score (TRANSFORMERS_NOTES §F)
-    const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(IH)) /
-                                          std::sqrt(static_cast<double>(ID)));
-    ops.scale(s, index_w, T * weights_per_token, scale);
-    ctx.mark("attention: indexer q, weights");
-  }
-
   const AttentionBatch described(cfg, layer, H, w.attn_sink, ctx.batch, ctx.positions);
   const auto& table = ctx.attention.table<ts_attention_table>();
   size_t ws_bytes = 0;
   ctx.attention.check(
       table.plan(ctx.attention.get(), &described.layer(), &described.batch(), &ws_bytes), "plan");
-  void* workspace = sc.bytes("attn.workspace", ws_bytes);
-  float* o = sc.get<float>("attn.o", T * H * Dh);  // run() writes every value
+  // Its size follows the context: in the scratch no graph reads.
+  void* workspace = ctx.context_scratch.bytes("attn.workspace", ws_bytes);
   ts_attention_inputs in{};
   in.struct_size = sizeof in;
-  in.q = q;
-  in.index_q = index_q;
-  in.index_w = index_w;
+  in.q = b.q;
+  in.index_q = b.index_q;
+  in.index_w = b.index_w;
   in.kv_pool = ctx.pools.main.data();
   in.index_pool = ctx.pools.indexer.data();
   in.kv = ctx.kv_format.reader();
@@ -103,22 +122,31 @@ void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
   }
   ts_attention_outputs result{};
   result.struct_size = sizeof result;
-  result.out = o;
+  result.out = b.o;
   ctx.attention.check(table.run(ctx.attention.get(), &described.layer(), &described.batch(), &in,
                                 &result, workspace, ws_bytes, plugin_device),
                       "run");
   stats.indexer_entries_scored += result.entries_scored;
   ctx.mark("attention: plugin (indexer + sparse attention)");
+}
 
+void attention_output(const DeviceForwardContext& ctx, const DeviceAttentionWeights& w,
+                      const float* inv_freq, const AttentionBuffers& b, float* out) {
+  const ModelConfig& cfg = ctx.config;
+  const device::DeviceOps& ops = ctx.ops;
+  const device::Stream& s = ctx.stream;
+  device::Scratch& sc = ctx.scratch;
+  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, rope_dim = cfg.rope_dim;
   // Grouped low-rank output: group g = heads [g*H/G, (g+1)*H/G), wo_a rows [g*OL, (g+1)*OL).
   // o rotated back, copied group-major [G, T, in_g]; each group's product into z_groups
   // [G, T, OL]; back to token-major z [T, G*OL]; then wo_b.
   const int64_t OL = cfg.o_lora_rank, G = w.wo_a.out / OL, in_g = H / G * Dh;
-  ops.rope(s, o, T, H, Dh, rope_dim, ctx.positions_dev, inv_freq, true);
+  ops.rope(s, b.o, T, H, Dh, rope_dim, ctx.positions_dev, inv_freq, true);
   float* by_group = sc.get<float>("attn.by_group", T * H * Dh);
   float* z_groups = sc.get<float>("attn.z_groups", G * T * OL);
   float* z = sc.get<float>("attn.z", T * G * OL);
-  ops.swap_outer_axes(s, o, T, G, in_g, by_group);
+  ops.swap_outer_axes(s, b.o, T, G, in_g, by_group);
   for (int64_t g = 0; g < G; ++g) {
     linear(ops, s, by_group + g * T * in_g, T, w.wo_a.rows(g * OL, OL), z_groups + g * T * OL);
   }

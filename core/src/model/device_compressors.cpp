@@ -109,8 +109,8 @@ DeviceCompressors::RatioPlan DeviceCompressors::plan_ratio(const DeviceForwardCo
     p.host.insert(p.host.end(), part->begin(), part->end());
   }
   const std::string tag = "compressor.plan." + std::to_string(m);
-  auto* packed = ctx.scratch.get<int64_t>(tag, static_cast<int64_t>(p.host.size()));
-  auto* rope = ctx.scratch.get<int32_t>(tag + ".rope", count);
+  auto* packed = ctx.context_scratch.get<int64_t>(tag, static_cast<int64_t>(p.host.size()));
+  auto* rope = ctx.context_scratch.get<int32_t>(tag + ".rope", count);
   upload(ctx, packed, p.host);
   upload(ctx, rope, p.rope_host);
   p.windows = {count, m, 0, packed, packed + count, packed + 2 * count, packed + 3 * count};
@@ -153,7 +153,7 @@ void DeviceCompressors::run(const DeviceForwardContext& ctx, int64_t layer,
 
   const int64_t count = p.windows.count;
   if (count > 0) {
-    float* entries = ctx.scratch.get<float>(tag + "entries", count * d);  // [count, d]
+    float* entries = ctx.context_scratch.get<float>(tag + "entries", count * d);  // [count, d]
     device::CompressorWindows windows = p.windows;
     windows.dim = d;
     ops.compress_windows(s, windows, kv, gate, ring.kv, ring.gate, entries);
@@ -218,7 +218,8 @@ void DeviceCompressors::plan_snapshots(const DeviceForwardContext& ctx) {
     snapshot_host_ = ctx.device.allocate_host(snapshot_floats_ * sizeof(float));
     snapshot_capacity_ = snapshot_floats_;
   }
-  snapshot_rows_ = floats > 0 ? ctx.scratch.get<float>("compressor.snapshots", floats) : nullptr;
+  snapshot_rows_ =
+      floats > 0 ? ctx.context_scratch.get<float>("compressor.snapshots", floats) : nullptr;
 }
 
 void DeviceCompressors::record_snapshots(const DeviceForwardContext& ctx, int64_t layer,

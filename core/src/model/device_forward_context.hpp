@@ -30,7 +30,10 @@ struct DeviceForwardContext {
   device::Device& device;
   const device::Stream& stream;
   const device::DeviceOps& ops;
-  device::Scratch& scratch;
+  device::Scratch& scratch;  // buffers sized by the step's tokens (graphs may hold them)
+  // Buffers sized by the context or the step's windows (attention workspace, compressor plans):
+  // read by eager work only, so their growth leaves the graphs valid.
+  device::Scratch& context_scratch;
   device::HostStaging& staging;  // the step's uploads: put here, reset after the step
   const KvFormat& kv_format;
   KvPools& pools;  // page bytes in the device's memory
@@ -54,11 +57,31 @@ struct DeviceForwardContext {
   }
 };
 
-// x: [T, D] normalised block input; out: [T, D]; both device memory. inv_freq: the layer's RoPE
-// frequencies on the device.
-void device_attention_forward(const DeviceForwardContext& ctx, int64_t layer,
-                              const DeviceAttentionWeights& w, const float* inv_freq,
-                              const float* x, float* out, ForwardStats& stats);
+// A layer's attention buffers in the step's scratch (device memory): q_lat [T, q_lora_rank],
+// kv [T, Dh], q and o [T, H, Dh]; on CSA layers index_q [T, IH, ID] and index_w [T, IH].
+struct AttentionBuffers {
+  float* q_lat = nullptr;
+  float* kv = nullptr;
+  float* q = nullptr;
+  float* o = nullptr;
+  float* index_q = nullptr;
+  float* index_w = nullptr;
+};
+AttentionBuffers attention_buffers(const DeviceForwardContext& ctx, int64_t layer,
+                                   const DeviceAttentionWeights& w);
+// The attention block (device_attention.cpp) in its three parts. x: [T, D] normalised block
+// input; out: [T, D]; both device memory. inv_freq: the layer's RoPE frequencies on the device.
+// The inputs: projections, norms, RoPE, the indexer's queries and weights (graphable).
+void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
+                      const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
+                      const AttentionBuffers& b);
+// The window kv stored, the compressors, the attention plugin's plan and run into b.o (eager).
+void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
+                             const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
+                             const AttentionBuffers& b, ForwardStats& stats);
+// Inverse RoPE and the grouped output projection into out (graphable).
+void attention_output(const DeviceForwardContext& ctx, const DeviceAttentionWeights& w,
+                      const float* inv_freq, const AttentionBuffers& b, float* out);
 
 // x: [T, D] (post ffn_norm) -> out [T, D], device memory.
 void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const DeviceMoeWeights& w,

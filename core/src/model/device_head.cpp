@@ -61,11 +61,11 @@ DeviceModel::StepReturn DeviceModel::vocabulary_head(const ForwardBatch& batch,
   }
 
   // Only the rows that get logits go through hc_head, the norm and the vocabulary head.
-  auto* rows_dev = scratch_.get<int64_t>("head.rows", R);
+  auto* rows_dev = context_scratch_.get<int64_t>("head.rows", R);
   staging_.upload(rows_dev, std::span<const int64_t>(rows), stream_);
-  float* picked = scratch_.get<float>("head.streams", R * n * D);
-  float* mix = scratch_.get<float>("head.mix", R * n);
-  float* y = scratch_.get<float>("head.y", R * D);
+  float* picked = context_scratch_.get<float>("head.streams", R * n * D);
+  float* mix = context_scratch_.get<float>("head.mix", R * n);
+  float* y = context_scratch_.get<float>("head.y", R * D);
   ops.gather_rows(stream_, streams, rows_dev, R, n * D, picked);
   ops.hc_mix_logits(stream_, picked, R, n * D, weights_.hc_head.fn, n, eps, mix);
   ops.hc_head_mix(stream_, mix, weights_.hc_head.scale, weights_.hc_head.base,
@@ -79,20 +79,21 @@ DeviceModel::StepReturn DeviceModel::vocabulary_head(const ForwardBatch& batch,
   float* values = nullptr;               // [R, V] on the sampling rank
   ops::RowScan* gathered_scans = nullptr;
   if (comm_ == nullptr) {
-    values = scratch_.get<float>("head.logits", R * V);
+    values = context_scratch_.get<float>("head.logits", R * V);
     linear(ops, stream_, y, R, weights_.head, values);
   } else if (!shard_scans) {  // each rank's rows of the vocabulary, [N, R, Vr] put in order [R, V]
-    values = scratch_.get<float>("head.logits", R * V);
-    float* part = scratch_.get<float>("head.part", R * Vr);
-    float* gathered = scratch_.get<float>("head.gathered", R * V);
+    values = context_scratch_.get<float>("head.logits", R * V);
+    float* part = context_scratch_.get<float>("head.part", R * Vr);
+    float* gathered = context_scratch_.get<float>("head.gathered", R * V);
     linear(ops, stream_, y, R, weights_.head, part);
     comm_->all_gather(part, static_cast<size_t>(R * Vr), gathered, stream_);
     if (sampled_here) ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
   } else {  // each rank scans its part; the scans [N, R] gathered
-    float* part = scratch_.get<float>("head.part", R * Vr);
-    auto* own = scratch_.get<ops::RowScan>("head.shard_scan", R);
-    float* own_groups = scratch_.get<float>("head.shard_groups", R * TS_LOGIT_GROUP_COUNT(Vr));
-    gathered_scans = scratch_.get<ops::RowScan>("head.shard_scans", comm_->size() * R);
+    float* part = context_scratch_.get<float>("head.part", R * Vr);
+    auto* own = context_scratch_.get<ops::RowScan>("head.shard_scan", R);
+    float* own_groups =
+        context_scratch_.get<float>("head.shard_groups", R * TS_LOGIT_GROUP_COUNT(Vr));
+    gathered_scans = context_scratch_.get<ops::RowScan>("head.shard_scans", comm_->size() * R);
     linear(ops, stream_, y, R, weights_.head, part);
     ops.scan_rows(stream_, part, R, Vr, own, own_groups);
     comm_->all_gather(reinterpret_cast<const float*>(own), static_cast<size_t>(R) * kScanWords,
@@ -125,8 +126,8 @@ DeviceModel::StepReturn DeviceModel::vocabulary_head(const ForwardBatch& batch,
     back.shard_columns = Vr;
     return back;
   }
-  auto* scans = scratch_.get<ops::RowScan>("head.scans", R);
-  auto* group_max = scratch_.get<float>("head.group_max", R * groups);
+  auto* scans = context_scratch_.get<ops::RowScan>("head.scans", R);
+  auto* group_max = context_scratch_.get<float>("head.group_max", R * groups);
   ops.scan_rows(stream_, values, R, V, scans, group_max);
   logits.values =
       HostArray<float>(reinterpret_cast<float*>(block.get() + at_values), n_values, block);
@@ -135,9 +136,9 @@ DeviceModel::StepReturn DeviceModel::vocabulary_head(const ForwardBatch& batch,
   logits.scans = HostArray<ops::RowScan>(scans_host, n_scans, block);
   const float* copied = values;
   if (Rv > 0 && Rv < R) {  // the rows with values gathered, one copy
-    auto* source = scratch_.get<int64_t>("head.value_rows", Rv);
+    auto* source = context_scratch_.get<int64_t>("head.value_rows", Rv);
     staging_.upload(source, std::span<const int64_t>(with_values), stream_);
-    float* compact = scratch_.get<float>("head.values", Rv * V);
+    float* compact = context_scratch_.get<float>("head.values", Rv * V);
     ops.gather_rows(stream_, values, source, Rv, V, compact);
     copied = compact;
   }

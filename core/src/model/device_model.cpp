@@ -1,7 +1,10 @@
 #include "model/device_model.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "model/device_forward_context.hpp"
 #include "ops/rope.hpp"
@@ -11,28 +14,52 @@
 namespace tessera::dsv4 {
 namespace {
 
-// The mHC coefficients of one site for the step's streams [T, n, D] (ops/hyper_mix.hpp).
+// The mHC coefficients of one site for the step's streams [T, n, D] (ops/hyper_mix.hpp), in the
+// step's scratch: taken before the pieces that write and read them (PiecewiseGraphs: a replayed
+// piece does not run its host code).
 struct HcCoefficients {
+  float* mix;
   float* pre;
   float* post;
   float* comb;
 };
 
-HcCoefficients hc_coefficients(const DeviceForwardContext& ctx, const DeviceHyperConnection& site,
-                               const float* streams, int64_t T) {
+HcCoefficients hc_buffers(const DeviceForwardContext& ctx, const DeviceHyperConnection& site,
+                          int64_t T) {
+  const int64_t n = ctx.config.hc_mult;
+  return {ctx.scratch.get<float>("hc.mix", T * site.rows), ctx.scratch.get<float>("hc.pre", T * n),
+          ctx.scratch.get<float>("hc.post", T * n), ctx.scratch.get<float>("hc.comb", T * n * n)};
+}
+
+void hc_coefficients(const DeviceForwardContext& ctx, const DeviceHyperConnection& site,
+                     const float* streams, int64_t T, const HcCoefficients& out) {
   const ModelConfig& c = ctx.config;
   const int64_t n = c.hc_mult, width = n * c.hidden_size;
-  float* mix = ctx.scratch.get<float>("hc.mix", T * site.rows);
-  HcCoefficients out{ctx.scratch.get<float>("hc.pre", T * n),
-                     ctx.scratch.get<float>("hc.post", T * n),
-                     ctx.scratch.get<float>("hc.comb", T * n * n)};
   ctx.ops.hc_mix_logits(ctx.stream, streams, T, width, site.fn, site.rows,
-                        static_cast<float>(c.rms_norm_eps), mix);
+                        static_cast<float>(c.rms_norm_eps), out.mix);
   const ops::HcSite coefficients{site.scale, site.base, n, c.hc_sinkhorn_iters,
                                  static_cast<float>(c.hc_eps)};
-  ctx.ops.hc_coefficients(ctx.stream, coefficients, mix, T, out.pre, out.post, out.comb);
-  return out;
+  ctx.ops.hc_coefficients(ctx.stream, coefficients, out.mix, T, out.pre, out.post, out.comb);
 }
+
+// The step's graphable work gathered into pieces (PiecewiseGraphs): add() queues work, flush()
+// runs what was queued as one piece, before the eager work that follows.
+class PieceQueue {
+ public:
+  explicit PieceQueue(PiecewiseGraphs& graphs) : graphs_(graphs) {}
+  void add(std::function<void()> work) { queued_.push_back(std::move(work)); }
+  void flush() {
+    if (queued_.empty()) return;
+    graphs_.run([this] {
+      for (const std::function<void()>& work : queued_) work();
+    });
+    queued_.clear();
+  }
+
+ private:
+  PiecewiseGraphs& graphs_;
+  std::vector<std::function<void()>> queued_;
+};
 
 }  // namespace
 
@@ -47,6 +74,8 @@ DeviceModel::DeviceModel(const ModelConfig& config, const DeviceModelView& weigh
       attention_(attention),
       pools_(pools),
       scratch_(device, stream),
+      context_scratch_(device, stream),
+      graphs_(device, stream, scratch_),
       staging_(device),
       host_blocks_(device) {
   TS_CHECK_EQ(static_cast<int64_t>(weights.layers.size()), config.num_layers,
@@ -98,10 +127,11 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       scratch_.get<int64_t>("step.failures", static_cast<int64_t>(L * (1 + kKvStores)));
   int64_t* kv_failures = routing_failures + L;
   device_.fill(kv_failures, 0x7F, L * kKvStores * sizeof(int64_t), stream_);
-  const DeviceForwardContext ctx{config_,     device_,       stream_, ops,         scratch_,
-                                 staging_,    kv_format_,    pools_,  attention_,  batch,
-                                 positions,   positions_dev, ids_dev, st.timeline, routing_failures,
-                                 kv_failures, &compressors_};
+  const DeviceForwardContext ctx{config_,       device_,          stream_,     ops,
+                                 scratch_,      context_scratch_, staging_,    kv_format_,
+                                 pools_,        attention_,       batch,       positions,
+                                 positions_dev, ids_dev,          st.timeline, routing_failures,
+                                 kv_failures,   &compressors_};
   if (st.timeline != nullptr) {
     st.timeline->begin();
   }
@@ -110,45 +140,70 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   float* streams = scratch_.get<float>("step.streams", T * n * D);
   float* x = scratch_.get<float>("step.x", T * D);
   float* block_out = scratch_.get<float>("step.block_out", T * D);
-  if (weights_.embed.bf16) {
-    ops.embed_bf16(stream_, static_cast<const uint16_t*>(weights_.embed.data), D, ids_dev, T, n,
-                   streams);
-  } else {
-    ops.embed_f32(stream_, static_cast<const float*>(weights_.embed.data), D, ids_dev, T, n,
-                  streams);
-  }
-  ctx.mark("embedding");
+  // A decode step (one token per sequence) runs its graphable work from graphs.
+  const bool decode = std::ranges::all_of(
+      batch.chunks, [](const SequenceChunk& c) { return c.tokens.size() == 1 && !c.all_logits; });
+  graphs_.begin_step(T, decode && st.timeline == nullptr && !st.capture_streams);
+  PieceQueue pieces(graphs_);
+  pieces.add([&] {
+    if (weights_.embed.bf16) {
+      ops.embed_bf16(stream_, static_cast<const uint16_t*>(weights_.embed.data), D, ids_dev, T, n,
+                     streams);
+    } else {
+      ops.embed_f32(stream_, static_cast<const float*>(weights_.embed.data), D, ids_dev, T, n,
+                    streams);
+    }
+    ctx.mark("embedding");
+  });
   for (int64_t l = 0; l < config_.num_layers; ++l) {
-    const DeviceLayerWeights& layer = weights_.layers[static_cast<size_t>(l)];
-    HcCoefficients hc = hc_coefficients(ctx, layer.hc_attn, streams, T);
-    ops.hc_pre_mix(stream_, hc.pre, streams, T, n, D, x);
-    rms_norm(ops, stream_, x, T, D, layer.attn_norm, eps);
-    ctx.mark("mHC + norms");
-    device_attention_forward(ctx, l, layer.attn, inv_freq_[static_cast<size_t>(l)].as<float>(), x,
-                             block_out, st);
+    // Queued work may run in the next iteration (with its first piece): captures by value.
+    const DeviceLayerWeights* lw = &weights_.layers[static_cast<size_t>(l)];
+    const float* inv_freq = inv_freq_[static_cast<size_t>(l)].as<float>();
+    const HcCoefficients attn_hc = hc_buffers(ctx, lw->hc_attn, T);
+    const AttentionBuffers attn = attention_buffers(ctx, l, lw->attn);
+    pieces.add([&, l, lw, inv_freq, attn_hc, attn] {
+      hc_coefficients(ctx, lw->hc_attn, streams, T, attn_hc);
+      ops.hc_pre_mix(stream_, attn_hc.pre, streams, T, n, D, x);
+      rms_norm(ops, stream_, x, T, D, lw->attn_norm, eps);
+      ctx.mark("mHC + norms");
+      attention_inputs(ctx, l, lw->attn, inv_freq, x, attn);
+    });
+    pieces.flush();  // the kv format, the compressors and the attention plugin run eagerly
+    attention_cache_and_run(ctx, l, lw->attn, inv_freq, x, attn, st);
+    pieces.add(
+        [&, lw, inv_freq, attn] { attention_output(ctx, lw->attn, inv_freq, attn, block_out); });
     if (comm_ != nullptr) {  // sum over the wo_b shards
+      pieces.flush();
       all_reduce_block(block_out, T * D);
       ctx.mark("collectives");
     }
-    ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
-
-    hc = hc_coefficients(ctx, layer.hc_ffn, streams, T);
-    ops.hc_pre_mix(stream_, hc.pre, streams, T, n, D, x);
-    rms_norm(ops, stream_, x, T, D, layer.ffn_norm, eps);
-    ctx.mark("mHC + norms");
-    device_moe_forward(ctx, l, layer.ffn, x, block_out);
+    const HcCoefficients ffn_hc = hc_buffers(ctx, lw->hc_ffn, T);
+    pieces.add([&, l, lw, attn_hc, ffn_hc] {
+      ops.hc_post_mix(stream_, attn_hc.post, attn_hc.comb, block_out, T, n, D, streams);
+      hc_coefficients(ctx, lw->hc_ffn, streams, T, ffn_hc);
+      ops.hc_pre_mix(stream_, ffn_hc.pre, streams, T, n, D, x);
+      rms_norm(ops, stream_, x, T, D, lw->ffn_norm, eps);
+      ctx.mark("mHC + norms");
+      device_moe_forward(ctx, l, lw->ffn, x, block_out);
+    });
     if (comm_ != nullptr) {  // sum over the expert shards
+      pieces.flush();
       all_reduce_block(block_out, T * D);
       ctx.mark("collectives");
     }
-    ops.hc_post_mix(stream_, hc.post, hc.comb, block_out, T, n, D, streams);
+    pieces.add([&, ffn_hc] {
+      ops.hc_post_mix(stream_, ffn_hc.post, ffn_hc.comb, block_out, T, n, D, streams);
+    });
     if (st.capture_streams) {
+      pieces.flush();
       std::vector<float>& kept = st.layer_streams.emplace_back(static_cast<size_t>(T * n * D));
       device_.copy(kept.data(), streams, kept.size() * sizeof(float),
                    device::CopyKind::kDeviceToHost, stream_);
       device_.synchronize(stream_);
     }
   }
+  pieces.flush();
+  graphs_.end_step();
   compressors_.download(ctx);
 
   Logits logits;

@@ -4,6 +4,7 @@
 // device's memory, attention and the kv format through their plugins on the device. Works on every
 // backend: the cpu one (host memory, the oracle's ops), cuda and emulated. Single rank.
 //
+// Decode steps replay CUDA graphs of the work between plugin calls (model/piecewise_graphs.hpp).
 // A step synchronises the stream once, at its end (a kv format without store_async waits in
 // each store: docs/cuda.md). Its uploads (ids, positions, plans) come from a page-locked arena
 // (device/host_staging.hpp); logits come back to the host (page-locked memory of the device)
@@ -29,6 +30,7 @@
 #include "model/device_weight_views.hpp"
 #include "model/forward_batch.hpp"
 #include "model/forward_model.hpp"
+#include "model/piecewise_graphs.hpp"
 #include "ops/logits.hpp"
 #include "util/plugin_instance.hpp"
 #include "weights/dsv4_config.hpp"
@@ -60,9 +62,16 @@ class DeviceModel final : public ForwardModel {
   // rank's part rounded, the sum rounded: half the bytes); the vocabulary all-gather stays fp32.
   void set_bf16_collectives(bool on) { bf16_collectives_ = on; }
 
+  // executor.cuda_graphs: decode steps replay CUDA graphs of the forward's pieces between
+  // plugin calls (model/piecewise_graphs.hpp); on by default where the device has graphs.
+  void set_cuda_graphs(bool on) { graphs_.set_enabled(on); }
+  [[nodiscard]] const PiecewiseGraphs& graphs() const { return graphs_; }
+
   const ModelConfig& config() const { return config_; }
   // Device bytes of the step buffers (activations, workspaces) now held.
-  [[nodiscard]] size_t scratch_bytes() const { return scratch_.total_bytes(); }
+  [[nodiscard]] size_t scratch_bytes() const {
+    return scratch_.total_bytes() + context_scratch_.total_bytes();
+  }
   // The page-locked host blocks the steps' logits come back into.
   [[nodiscard]] const device::HostBlockPool& host_blocks() const { return host_blocks_; }
 
@@ -96,7 +105,9 @@ class DeviceModel final : public ForwardModel {
   int ranks_ = 1;
   device::DeviceCommunicator* comm_ = nullptr;
   bool bf16_collectives_ = false;
-  device::Scratch scratch_;
+  device::Scratch scratch_;          // sized by the step's tokens: graphs hold its addresses
+  device::Scratch context_scratch_;  // sized by context, windows and logits rows: eager work only
+  PiecewiseGraphs graphs_;
   device::HostStaging staging_;                 // the steps' uploads come from here
   device::HostBlockPool host_blocks_;           // the steps' logits come back into these
   std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the RoPE frequencies

@@ -131,6 +131,14 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
                                                    stream_, *kv_.format, kv_.attention, *kv_.pools);
   model->set_share(std::max(1, options_.tensor_parallel), nullptr);
   model->set_bf16_collectives(options_.bf16_collectives);
+  model->set_cuda_graphs(options_.cuda_graphs);
+  if (options_.cuda_graphs && device.graphs()) {
+    spdlog::info(
+        "{}: decode steps replay CUDA graphs of the forward between the plugins' calls; "
+        "attention `{}` and kv cache `{}` run eagerly (executor.cuda_graphs = false: "
+        "every step eagerly)",
+        device.describe(), kv_.attention.name(), kv_.format->name());
+  }
   device_model_ = model.get();
   model_ = std::move(model);
   log_summary();

@@ -44,6 +44,7 @@ void copy_values(const Config& config, RuntimeOptions& o) {
   o.tensor_parallel = static_cast<int>(config.executor.tensor_parallel);
   o.expert_parallel = config.executor.moe_split == "ep";
   o.bf16_collectives = config.executor.collective_dtype == "bf16";
+  o.cuda_graphs = config.executor.cuda_graphs;
   TS_CHECK(!o.bf16_collectives || o.device == "cuda",
            "{}: collective_dtype = \"bf16\" is for device = \"cuda\" ranks (a GPU or the "
            "emulator); the CPU ranks sum in fp32: use collective_dtype = \"fp32\"",

@@ -52,6 +52,9 @@ struct RuntimeOptions {
   // executor.collective_dtype = "bf16": the device ranks' all-reduces exchange bf16 values
   // (model/device_model.cpp); "fp32" by default.
   bool bf16_collectives{};
+  // executor.cuda_graphs: decode steps of a device model replay piecewise CUDA graphs
+  // (model/piecewise_graphs.hpp).
+  bool cuda_graphs = true;
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
   // working directory, then against the config file's directory. Throws Error, with the key's

@@ -1,0 +1,78 @@
+// CUDA graphs for the device forward's decode steps, piecewise (as vLLM's piecewise graphs): the
+// forward's work between two plugin calls (the kv format's stores, the compressors, the attention
+// plugin, the collectives: their work follows each step's pages and windows) is one piece; the
+// plugins run eagerly between pieces. Graphs are kept per step size T (every sequence one token):
+// the first decode step of a size runs eagerly (it sizes the scratch buffers), the second
+// captures each piece and launches it, later ones replay the pieces. A piece is captured with the
+// addresses of the scratch buffers it uses, which hold only while the scratch does not move a
+// buffer (Scratch::generation): when it does, the graphs are dropped and made again.
+//
+// A piece may be replayed only if nothing it does on the host depends on the step beyond T: its
+// inputs are in device buffers (uploaded eagerly before), its sizes follow T. A capture that fails
+// (something in the piece a graph cannot hold) turns graphs off for the model with a warning, and
+// the piece runs eagerly. One rank's thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "device/device.hpp"
+#include "device/scratch.hpp"
+
+namespace tessera::dsv4 {
+
+class PiecewiseGraphs {
+ public:
+  struct Stats {
+    int64_t eager_steps = 0;      // steps that ran without graphs
+    int64_t captured_steps = 0;   // steps whose pieces were captured (and launched)
+    int64_t replayed_steps = 0;   // steps replayed from graphs
+    int64_t pieces_captured = 0;  // graphs made
+    int64_t pieces_replayed = 0;  // graph launches of replayed steps
+  };
+
+  PiecewiseGraphs(device::Device& device, const device::Stream& stream,
+                  const device::Scratch& scratch)
+      : device_(device), stream_(stream), scratch_(scratch) {}
+
+  // Graphs on (when the device has them) or off; off drops every graph.
+  void set_enabled(bool on);
+  [[nodiscard]] bool enabled() const { return enabled_ && device_.graphs(); }
+
+  // Before a step of T rows; `graphable`: a decode step nothing else watches (no timeline, no
+  // captured streams).
+  void begin_step(int64_t T, bool graphable);
+  // One piece of the step's work: run, captured and launched, or replayed.
+  void run(const std::function<void()>& piece);
+  // After the step's work was enqueued.
+  void end_step();
+
+  [[nodiscard]] const Stats& stats() const { return stats_; }
+  // Step sizes whose graphs are kept.
+  [[nodiscard]] size_t sizes_kept() const { return sets_.size(); }
+
+ private:
+  enum class Mode { kEager, kCapture, kReplay };
+  void drop_all();
+  // The capture could not be made or kept: the rest of the step runs eagerly.
+  void fall_back();
+
+  device::Device& device_;
+  const device::Stream& stream_;
+  const device::Scratch& scratch_;
+  bool enabled_ = true;
+  Mode mode_ = Mode::kEager;
+  bool graphable_ = false;
+  int64_t rows_ = 0;                                    // the step's T
+  size_t next_ = 0;                                     // the replayed piece's index
+  uint64_t generation_ = 0;                             // the scratch's, when the graphs were made
+  std::map<int64_t, std::vector<device::Graph>> sets_;  // per T, the pieces in order
+  std::vector<device::Graph> capturing_;                // the capturing step's pieces so far
+  std::set<int64_t> warmed_;                            // sizes run eagerly at this generation
+  Stats stats_;
+};
+
+}  // namespace tessera::dsv4

@@ -1,0 +1,99 @@
+// Piecewise CUDA graphs in the device forward (model/piecewise_graphs.hpp) on the emulated
+// device (tiny-b: five layers, every compress ratio): decode steps of a size run eagerly once, are
+// captured the next time and replayed after, and every step's logits are the bits of the same steps
+// with graphs off; a step that grows the scratch (a longer prompt) drops the graphs, which are made
+// again. Prefill steps, and the cpu device (no graphs), run eagerly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "device_engine.hpp"
+#include "parity_fixture.hpp"
+
+namespace tessera {
+namespace {
+
+std::vector<int32_t> prompt_of(int64_t n, int32_t seed) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i * 31 + seed);
+  return ids;
+}
+
+// Three sequences: prompts in one step, three decode steps, a fourth sequence's 7-token prompt
+// alone (it grows the scratch), three more decode steps of the first three. Every step's logits.
+std::vector<std::vector<float>> run(DeviceEngine& e) {
+  std::vector<std::unique_ptr<SequenceKv>> kv;
+  for (int s = 0; s < 4; ++s) kv.push_back(e.new_sequence());
+  std::vector<std::vector<int32_t>> prompts{prompt_of(2, 3), prompt_of(2, 7), prompt_of(1, 11)};
+  std::vector<std::vector<float>> out;
+  std::vector<int32_t> last(3);
+  const auto keep = [&](const dsv4::Logits& logits) {
+    out.emplace_back(logits.values.begin(), logits.values.end());
+    for (size_t s = 0; s < 3 && static_cast<int64_t>(s) < logits.rows(); ++s) {
+      const float* row = logits.row(logits.chunk_rows[s]);
+      last[s] = static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row);
+    }
+  };
+  dsv4::ForwardBatch prefill;
+  for (size_t s = 0; s < 3; ++s) prefill.chunks.push_back({kv[s].get(), std::span(prompts[s])});
+  keep(e.model->forward(prefill));
+  const auto decode = [&] {
+    dsv4::ForwardBatch batch;
+    for (size_t s = 0; s < 3; ++s) batch.chunks.push_back({kv[s].get(), std::span(&last[s], 1)});
+    keep(e.model->forward(batch));
+  };
+  for (int i = 0; i < 3; ++i) decode();
+  const std::vector<int32_t> long_prompt = prompt_of(7, 5);  // more rows than any step before
+  dsv4::ForwardBatch alone;
+  alone.chunks.push_back({kv[3].get(), std::span(long_prompt)});
+  const dsv4::Logits alone_logits = e.model->forward(alone);
+  out.emplace_back(alone_logits.values.begin(), alone_logits.values.end());
+  for (int i = 0; i < 3; ++i) decode();
+  return out;
+}
+
+TEST(DeviceModelGraphs, DecodeStepsReplayTheEagerBits) {
+  const auto options = testing::parity_options(
+      std::filesystem::path(TESSERA_SOURCE_DIR) / "tests/data/parity/tiny-b", "{}");
+  DeviceEngine e("emulated", options);
+  ASSERT_TRUE(e.model->graphs().enabled());  // on by default where the device has graphs
+  const std::vector<std::vector<float>> graphed = run(e);
+  const dsv4::PiecewiseGraphs::Stats stats = e.model->graphs().stats();
+  e.model->set_cuda_graphs(false);
+  const std::vector<std::vector<float>> eager = run(e);
+  ASSERT_EQ(graphed.size(), eager.size());
+  for (size_t step = 0; step < eager.size(); ++step) {
+    ASSERT_EQ(graphed[step].size(), eager[step].size()) << "step " << step;
+    EXPECT_EQ(
+        std::memcmp(graphed[step].data(), eager[step].data(), eager[step].size() * sizeof(float)),
+        0)
+        << "step " << step;
+  }
+  // Decode of 3 rows: eager (sizes the scratch), captured, replayed; the long prompt grows the
+  // scratch, so the same again. The prompts run eagerly.
+  EXPECT_EQ(stats.captured_steps, 2);
+  EXPECT_EQ(stats.replayed_steps, 2);
+  const int64_t L = e.config.num_layers;
+  EXPECT_EQ(stats.pieces_captured, 2 * (L + 1));  // one piece per layer and the last one
+  EXPECT_EQ(stats.pieces_replayed, 2 * (L + 1));
+  EXPECT_EQ(stats.eager_steps, 2 + 2);            // two prompt steps, two warm-ups
+  EXPECT_EQ(e.model->graphs().sizes_kept(), 0u);  // off drops them
+}
+
+TEST(DeviceModelGraphs, TheCpuBackendRunsEagerly) {
+  const auto options = testing::parity_options(
+      std::filesystem::path(TESSERA_SOURCE_DIR) / "tests/data/parity/tiny-b", "{}");
+  DeviceEngine e("cpu", options);
+  EXPECT_FALSE(e.model->graphs().enabled());
+  (void)run(e);
+  EXPECT_EQ(e.model->graphs().stats().captured_steps, 0);
+  EXPECT_EQ(e.model->graphs().stats().replayed_steps, 0);
+}
+
+}  // namespace
+}  // namespace tessera
