@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "device/cpu_device.hpp"
 #include "device/open_device.hpp"
@@ -16,6 +17,15 @@
 #include "runtime/rank_kv.hpp"
 
 namespace tessera {
+
+// Token ids for tests: i * stride + seed, i < n.
+inline std::vector<int32_t> synthetic_prompt(int64_t n, int32_t seed, int32_t stride = 37) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    ids[static_cast<size_t>(i)] = static_cast<int32_t>(i * stride + seed);
+  }
+  return ids;
+}
 
 inline std::unique_ptr<device::Device> open_backend(const std::string& name) {
   if (name == "cpu") return std::make_unique<device::CpuDevice>();

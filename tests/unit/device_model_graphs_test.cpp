@@ -18,18 +18,13 @@
 namespace tessera {
 namespace {
 
-std::vector<int32_t> prompt_of(int64_t n, int32_t seed) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i * 31 + seed);
-  return ids;
-}
-
 // Three sequences: prompts in one step, three decode steps, a fourth sequence's 7-token prompt
 // alone (it grows the scratch), three more decode steps of the first three. Every step's logits.
 std::vector<std::vector<float>> run(DeviceEngine& e) {
   std::vector<std::unique_ptr<SequenceKv>> kv;
   for (int s = 0; s < 4; ++s) kv.push_back(e.new_sequence());
-  std::vector<std::vector<int32_t>> prompts{prompt_of(2, 3), prompt_of(2, 7), prompt_of(1, 11)};
+  std::vector<std::vector<int32_t>> prompts{synthetic_prompt(2, 3, 31), synthetic_prompt(2, 7, 31),
+                                            synthetic_prompt(1, 11, 31)};
   std::vector<std::vector<float>> out;
   std::vector<int32_t> last(3);
   const auto keep = [&](const dsv4::Logits& logits) {
@@ -48,7 +43,8 @@ std::vector<std::vector<float>> run(DeviceEngine& e) {
     keep(e.model->forward(batch));
   };
   for (int i = 0; i < 3; ++i) decode();
-  const std::vector<int32_t> long_prompt = prompt_of(7, 5);  // more rows than any step before
+  const std::vector<int32_t> long_prompt =
+      synthetic_prompt(7, 5, 31);  // more rows than any step before
   dsv4::ForwardBatch alone;
   alone.chunks.push_back({kv[3].get(), std::span(long_prompt)});
   const dsv4::Logits alone_logits = e.model->forward(alone);

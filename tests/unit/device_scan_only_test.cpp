@@ -19,12 +19,6 @@
 namespace tessera {
 namespace {
 
-std::vector<int32_t> prompt_of(int64_t n, int32_t seed) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i * 37 + seed);
-  return ids;
-}
-
 // Three sequences' prompts in one step, each chunk scan-only or not, on fresh sequences.
 dsv4::Logits step(DeviceEngine& e, const std::vector<std::vector<int32_t>>& prompts,
                   const std::vector<bool>& scan_only) {
@@ -45,8 +39,8 @@ TEST(DeviceScanOnlyRows, ComeBackWithoutValuesAndTheOthersGathered) {
   const auto options =
       testing::parity_options(std::filesystem::path(TESSERA_SOURCE_DIR) / "models/tiny-dsv4", "{}");
   DeviceEngine e("emulated", options);
-  const std::vector<std::vector<int32_t>> prompts{prompt_of(4, 5), prompt_of(3, 11),
-                                                  prompt_of(2, 23)};
+  const std::vector<std::vector<int32_t>> prompts{synthetic_prompt(4, 5), synthetic_prompt(3, 11),
+                                                  synthetic_prompt(2, 23)};
   const dsv4::Logits full = step(e, prompts, {false, false, false});
   const int64_t V = full.vocab;
   ASSERT_TRUE(full.value_row.empty());

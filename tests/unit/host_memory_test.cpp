@@ -188,12 +188,6 @@ TEST(HostStaging, ResetBeforeTheStreamRanHandsTheDeviceLaterValues) {
   EXPECT_EQ(got, second);
 }
 
-std::vector<int32_t> prompt_of(int64_t n) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i * 37 + 5);
-  return ids;
-}
-
 // The device forward's logits, scans and group maxima come back into one page-locked block of the
 // model's pool; a step reuses the block of logits already dropped, and logits may outlive the
 // model and its device.
@@ -202,7 +196,7 @@ TEST(DeviceModelLogits, ComeBackInPageLockedBlocksTheModelReuses) {
       testing::parity_options(std::filesystem::path(TESSERA_SOURCE_DIR) / "models/tiny-dsv4", "{}");
   auto e = std::make_unique<DeviceEngine>("emulated", options);
   auto kv = e->new_sequence();
-  const std::vector<int32_t> prompt = prompt_of(6);
+  const std::vector<int32_t> prompt = synthetic_prompt(6, 5);
   const auto step = [&](std::span<const int32_t> tokens) {
     dsv4::ForwardBatch batch;
     batch.chunks.push_back({kv.get(), tokens, true});
