@@ -15,7 +15,9 @@ namespace tessera::cuda_module {
 
 // TS_OK, or the call's name with the runtime's message (out of memory: TS_ERR_OUT_OF_MEMORY).
 inline ts_status cuda_status(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return sdk::ok();
+  if (e == cudaSuccess) {
+    return sdk::ok();
+  }
   return sdk::fail(e == cudaErrorMemoryAllocation ? TS_ERR_OUT_OF_MEMORY : TS_ERR_INTERNAL,
                    std::string(what) + ": " + cudaGetErrorString(e));
 }

@@ -105,7 +105,9 @@ inline cudaError_t cudaSetDevice(int ordinal) {
                                                                 : cudaErrorInvalidValue;
 }
 inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int ordinal) {
-  if (cudaSetDevice(ordinal) != cudaSuccess) return cudaErrorInvalidValue;
+  if (cudaSetDevice(ordinal) != cudaSuccess) {
+    return cudaErrorInvalidValue;
+  }
   switch (attr) {
     case cudaDevAttrMultiProcessorCount:
       *value = tessera::emu::kEmulatedSmCount;
@@ -159,12 +161,21 @@ inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t n, cudaStream_t 
 }
 inline cudaError_t cudaGetLastError() { return tessera::emu::take_last_error(); }
 inline const char* cudaGetErrorString(cudaError_t e) {
-  if (e == cudaSuccess) return "no error";
-  if (e == cudaErrorMemoryAllocation) return "out of memory";
-  if (e == cudaErrorInvalidValue) return "invalid argument";
-  if (e == cudaErrorStreamCaptureUnsupported)
+  if (e == cudaSuccess) {
+    return "no error";
+  }
+  if (e == cudaErrorMemoryAllocation) {
+    return "out of memory";
+  }
+  if (e == cudaErrorInvalidValue) {
+    return "invalid argument";
+  }
+  if (e == cudaErrorStreamCaptureUnsupported) {
     return "operation not permitted when stream is capturing";
-  if (e == cudaErrorStreamCaptureInvalidated) return tessera::emu::capture_error_text();
+  }
+  if (e == cudaErrorStreamCaptureInvalidated) {
+    return tessera::emu::capture_error_text();
+  }
   const char* launch = tessera::emu::last_error_text();
   return launch[0] != '\0' ? launch : tessera::emu::sync_error_text();
 }

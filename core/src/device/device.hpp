@@ -63,7 +63,9 @@ struct HostRelease {
   void (*release)(const void* context, void* memory) noexcept = nullptr;
   const void* context = nullptr;  // e.g. the module's table
   void operator()(std::byte* memory) const noexcept {
-    if (release != nullptr) release(context, memory);
+    if (release != nullptr) {
+      release(context, memory);
+    }
   }
 };
 using HostBuffer = std::unique_ptr<std::byte[], HostRelease>;

@@ -26,7 +26,9 @@ class HostStaging {
   // Copies `values` into the arena and enqueues their copy to `dst` (device memory) on `stream`.
   template <class T>
   void upload(T* dst, std::span<const T> values, const Stream& stream) {
-    if (values.empty()) return;
+    if (values.empty()) {
+      return;
+    }
     upload_bytes(dst, values.data(), values.size_bytes(), stream);
   }
   void upload_bytes(void* dst, const void* src, size_t bytes, const Stream& stream);

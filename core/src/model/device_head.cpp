@@ -87,7 +87,9 @@ DeviceModel::StepReturn DeviceModel::vocabulary_head(const ForwardBatch& batch,
     float* gathered = context_scratch_.get<float>("head.gathered", R * V);
     linear(ops, stream_, y, R, weights_.head, part);
     comm_->all_gather(part, static_cast<size_t>(R * Vr), gathered, stream_);
-    if (sampled_here) ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
+    if (sampled_here) {
+      ops.swap_outer_axes(stream_, gathered, comm_->size(), R, Vr, values);
+    }
   } else {  // each rank scans its part; the scans [N, R] gathered
     float* part = context_scratch_.get<float>("head.part", R * Vr);
     auto* own = context_scratch_.get<ops::RowScan>("head.shard_scan", R);

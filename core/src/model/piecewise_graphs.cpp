@@ -8,7 +8,9 @@ namespace tessera::dsv4 {
 
 void PiecewiseGraphs::set_enabled(bool on) {
   enabled_ = on;
-  if (!on) drop_all();
+  if (!on) {
+    drop_all();
+  }
 }
 
 void PiecewiseGraphs::drop_all() {
@@ -44,7 +46,9 @@ void PiecewiseGraphs::begin_step(int64_t T, bool graphable) {
 
 void PiecewiseGraphs::fall_back() {
   capturing_.clear();
-  if (mode_ == Mode::kReplay) sets_.erase(rows_);
+  if (mode_ == Mode::kReplay) {
+    sets_.erase(rows_);
+  }
   mode_ = Mode::kEager;
 }
 
@@ -88,9 +92,13 @@ void PiecewiseGraphs::end_step() {
   if (mode_ == Mode::kReplay && next_ != sets_.at(rows_).size()) {
     sets_.erase(rows_);  // fewer pieces than captured: make them again
   }
-  if (mode_ == Mode::kCapture) sets_[rows_] = std::move(capturing_);
+  if (mode_ == Mode::kCapture) {
+    sets_[rows_] = std::move(capturing_);
+  }
   capturing_.clear();
-  if (!graphable_) return;
+  if (!graphable_) {
+    return;
+  }
   if (scratch_.generation() != generation_) {  // this step moved buffers
     drop_all();
     generation_ = scratch_.generation();

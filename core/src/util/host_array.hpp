@@ -28,7 +28,9 @@ class HostArray {
       : data_(data), size_(n), owner_(std::move(owner)) {}
   HostArray(const HostArray& o) : HostArray(o.size_) { std::copy_n(o.data_, size_, data_); }
   HostArray& operator=(const HostArray& o) {
-    if (this != &o) HostArray(o).swap(*this);
+    if (this != &o) {
+      HostArray(o).swap(*this);
+    }
     return *this;
   }
   HostArray(HostArray&& o) noexcept { swap(o); }
@@ -40,7 +42,9 @@ class HostArray {
 
   // Keeps the first min(size, n) elements; moves to the heap unless n is the current size.
   void resize(size_t n) {
-    if (n == size_) return;
+    if (n == size_) {
+      return;
+    }
     std::shared_ptr<T[]> heap = std::make_shared_for_overwrite<T[]>(n);
     std::copy_n(data_, std::min(size_, n), heap.get());
     data_ = heap.get();
