@@ -38,7 +38,8 @@ done
 # The device layer's tests (tests/unit): every kernel of core/cuda against the cpu backend, on
 # each backend the build finds (the emulated device, and a GPU where present), and the device
 # collectives (NCCL with one rank on a GPU).
-for test in device_ops_test device_moe_ops_test device_compressor_ops_test device_communicator_test; do
+for test in device_ops_test device_moe_ops_test device_compressor_ops_test device_communicator_test \
+  device_graph_test; do
   if [ -x "$build/tests/$test" ]; then
     mkdir -p "$bundle/tests"
     cp "$build/tests/$test" "$bundle/tests/"

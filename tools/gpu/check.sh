@@ -13,7 +13,7 @@
 # TESSERA_BUNDLE: an unpacked bundle of the main build (tools/gpu/bundle.sh) whose tests/ holds
 # device_ops_test, device_moe_ops_test and device_compressor_ops_test (every core/cuda kernel
 # against the cpu backend),
-# device_communicator_test (NCCL with one rank),
+# device_communicator_test (NCCL with one rank), device_graph_test (CUDA graphs),
 # kvcache_bf16_device_test, kvcache_fp8_device_test and attention_conformance_device_test (the
 # attention x kv matrix): they are run too.
 # Exit status: 0 all passed, 1 a step failed, 77 no CUDA device (build checked, nothing run).
@@ -111,6 +111,12 @@ if [ -n "$bundle_dir" ] && [ -x "$bundle_dir/tests/kvcache_bf16_device_test" ]; 
         "$bundle_dir/tests/$test" --gtest_filter='Backends/*/cuda:GpuBackend.*'
     fi
   done
+  # CUDA graphs (Device::capture / launch): captured chains replay the eager bits with new
+  # page-locked inputs; what a graph cannot hold breaks the capture with a message.
+  if [ -x "$bundle_dir/tests/device_graph_test" ]; then
+    step "device_graph_test (CUDA graphs)" 60 "${bundle_env[@]}" TESSERA_REQUIRE_GPU=1 \
+      "$bundle_dir/tests/device_graph_test" --gtest_filter='DeviceGraphs.*'
+  fi
   # The device collectives through NCCL, one rank: fp32 and bf16 all-reduce, all-gather.
   if [ -x "$bundle_dir/tests/device_communicator_test" ]; then
     step "device_communicator_test (NCCL, one rank)" 60 "${bundle_env[@]}" TESSERA_REQUIRE_GPU=1 \
