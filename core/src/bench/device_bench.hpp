@@ -35,7 +35,11 @@ struct PrefillRow {
 
 struct DeviceBenchRow {
   int64_t batch = 1;
-  double ms_per_step = 0;
+  double ms_per_step = 0;  // decode steps as served: from CUDA graphs when the model has them
+  bool graphs = false;      // whether those steps replayed graphs (executor.cuda_graphs)
+  // CUDA device: steps run eagerly with the timing events of the breakdown (their time, for
+  // comparing with breakdown_ms and with ms_per_step).
+  double ms_per_step_eager = 0;
   double weight_bytes = 0, kv_bytes = 0;                     // per step (sizing model)
   double gbps = 0;                                           // (weight + kv bytes) / time
   std::vector<std::pair<std::string, double>> breakdown_ms;  // per step, CUDA device only
