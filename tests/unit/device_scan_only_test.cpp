@@ -72,8 +72,8 @@ TEST(DeviceScanOnlyRows, ComeBackWithoutValuesAndTheOthersGathered) {
   }
 }
 
-// The engine's choice: a row without values only when the sampler takes it, and then for greedy
-// rows and rows not sampled.
+// The engine's choice: a row nobody samples comes without values; a sampled one only when it is
+// greedy and the sampler takes greedy rows by their scans.
 TEST(DeviceScanOnlyRows, TheEngineAsksForThemOnlyWhereTheSamplerAnswersWithoutValues) {
   const auto options =
       testing::parity_options(std::filesystem::path(TESSERA_SOURCE_DIR) / "models/tiny-dsv4", "{}");

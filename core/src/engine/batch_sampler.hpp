@@ -33,9 +33,10 @@ class BatchSampler {
       : sampler_(sampler), greedy_from_scan_(sampler_takes_greedy_from_scan(sampler)) {}
 
   // Whether a sequence's next row may come without its values (Logits::row null): when it is
-  // not sampled, or when it is greedy and the plugin takes greedy rows by their scans.
+  // not sampled (nothing reads it), or when it is greedy and the plugin takes greedy rows by
+  // their scans.
   bool scan_only(const ts_sampling_params& params, bool sampled) const {
-    return greedy_from_scan_ && (!sampled || ts_sampling_is_greedy(&params) != 0);
+    return !sampled || (greedy_from_scan_ && ts_sampling_is_greedy(&params) != 0);
   }
 
   // rows[i] is the logits row of sequences[i]; its draw index is its output length. A row the
