@@ -176,6 +176,10 @@ total=$(($(date +%s) - t_start))
   echo
   if [ -s "$out/device_bench.md" ]; then cat "$out/device_bench.md"; else echo "(not run: needs TESSERA_BUNDLE; see check.log)"; fi
   echo
+  echo "## The same decode steps with executor.cuda_graphs = false"
+  echo
+  if [ -s "$out/device_bench_eager.md" ]; then cat "$out/device_bench_eager.md"; else echo "(not run: see check.log)"; fi
+  echo
   echo "## mma against reference on the Flash-shaped checkpoint: tessera bench attention"
   echo
   if [ -s "$out/attention_bench.md" ]; then cat "$out/attention_bench.md"; else echo "(not run: needs TESSERA_BUNDLE; see check.log)"; fi

@@ -7,7 +7,7 @@
 #      experts, TESSERA_FLASH_LAYERS layers, default 2) and `tessera bench device` on it at
 #      batch TESSERA_BENCH_BATCH (default 1,8,64), context TESSERA_BENCH_CONTEXT (default 256),
 #      and prefills of TESSERA_BENCH_PREFILL tokens (default 1024,8192), the tables in
-#      OUT_DIR/device_bench.md;
+#      OUT_DIR/device_bench.md (and OUT_DIR/device_bench_eager.md: cuda_graphs = false);
 #   3. `tessera bench attention` on that checkpoint: reference vs mma at contexts
 #      TESSERA_ATTENTION_CONTEXT (default 4096,16384,65536), batch 1, in OUT_DIR/attention_bench.md
 #      (on a GPU only: the CPU engine has no per-block timing).
@@ -92,6 +92,18 @@ if "${tessera[@]}" make-checkpoint --preset flash --layers "$layers" --experts "
     echo "FAIL: tessera bench device"
     tail -5 "$work/bench.log"
     failed=1
+  fi
+  if [ "$device" = cuda ]; then
+    # The same decode steps with CUDA graphs off: what the piecewise graphs save.
+    sed 's/^\[executor\]$/[executor]\ncuda_graphs = false/' "$work/flash.toml" >"$work/flash-eager.toml"
+    if "${tessera[@]}" bench device -c "$work/flash-eager.toml" --batch "$batches" \
+      --context "$context" --steps 4 >"$out/device_bench_eager.md" 2>"$work/bench-eager.log"; then
+      echo "pass: tessera bench device, cuda_graphs = false: $out/device_bench_eager.md"
+    else
+      echo "FAIL: tessera bench device, cuda_graphs = false"
+      tail -5 "$work/bench-eager.log"
+      failed=1
+    fi
   fi
   if [ "$device" = cuda ]; then
     contexts=${TESSERA_ATTENTION_CONTEXT:-4096,16384,65536}
