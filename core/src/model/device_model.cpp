@@ -49,9 +49,13 @@ class PieceQueue {
   explicit PieceQueue(PiecewiseGraphs& graphs) : graphs_(graphs) {}
   void add(std::function<void()> work) { queued_.push_back(std::move(work)); }
   void flush() {
-    if (queued_.empty()) return;
+    if (queued_.empty()) {
+      return;
+    }
     graphs_.run([this] {
-      for (const std::function<void()>& work : queued_) work();
+      for (const std::function<void()>& work : queued_) {
+        work();
+      }
     });
     queued_.clear();
   }
