@@ -95,12 +95,31 @@ fi
 declare -A skip=(
   [tp_equivalence_test]=TensorParallel.IdenticalTokensForFiftyGreedyAndFiftySampledRequests)
 
+# LeakSanitizer's tracer can crash at exit after every case passed ("Tracer caught signal 11",
+# then "LeakSanitizer has encountered a fatal error", no report): GCC 12's LSan misreads the
+# dynamic TLS of a process whose glibc DTV was resized by dlopen (kv_conformance_test, which loads
+# every plugin, in some environments: "DTLS 20 at 0x5f0-..."). That is the tool failing: such a
+# binary runs again with leak detection off, so AddressSanitizer's other checks still decide, and
+# the log says its leaks went unchecked.
 failed=()
 for t in "${tests[@]}"; do
   echo "$mode sanitizer: $t"
   filter=()
   if [ -n "${skip[$t]:-}" ]; then filter=("--gtest_filter=-${skip[$t]}"); fi
-  "${run[@]}" "$build/tests/$t" --gtest_brief=1 "${filter[@]}" || failed+=("$t")
+  if out=$("${run[@]}" "$build/tests/$t" --gtest_brief=1 "${filter[@]}" 2>&1); then
+    echo "$out"
+    continue
+  fi
+  echo "$out"
+  if [ "$mode" = address ] && grep -q "LeakSanitizer has encountered a fatal error" <<<"$out" &&
+     ! grep -q "ERROR: LeakSanitizer: detected memory leaks" <<<"$out"; then
+    echo "$mode sanitizer: $t: LeakSanitizer itself failed (no report): again without leak" \
+      "detection (its leaks unchecked)"
+    ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+      "${run[@]}" "$build/tests/$t" --gtest_brief=1 "${filter[@]}" || failed+=("$t")
+  else
+    failed+=("$t")
+  fi
 done
 # Not the tests of the SIMT emulator (label `emulator`): its fibers switch stacks, which the
 # sanitizers cannot follow (a TSan run faults at the first switch).
