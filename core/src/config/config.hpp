@@ -55,11 +55,12 @@ struct ExecutorSection {
   std::string device;       // "cpu" | "cuda"
   std::string cuda_module;  // "native" | "emulated" | a path to a device module
   std::int64_t tensor_parallel = 0;
-  std::int64_t threads = 0;          // 0: all hardware threads, shared among the ranks
-  std::int64_t reduction_parts = 1;  // row-parallel sums as this many tree-added products
-  std::string moe_split;             // "tp" | "ep": routed experts cut, or whole per rank
-  std::string collective_dtype;      // "fp32" | "bf16": the all-reduces' values on the wire
-  bool cuda_graphs = true;           // decode steps replay CUDA graphs (device = "cuda")
+  std::int64_t threads = 0;               // 0: all hardware threads, shared among the ranks
+  std::int64_t reduction_parts = 1;       // row-parallel sums as this many tree-added products
+  std::string moe_split;                  // "tp" | "ep": routed experts cut, or whole per rank
+  std::string collective_dtype;           // "fp32" | "bf16": the all-reduces' values on the wire
+  bool cuda_graphs = true;                // decode steps replay CUDA graphs (device = "cuda")
+  std::int64_t cuda_graph_max_batch = 0;  // the largest graph bucket; larger decode steps: eager
 };
 
 struct KvCacheSection {

@@ -154,10 +154,15 @@ const std::vector<KeySpec>& keys() {
              "(docs/engine.md)."),
       boolean("executor", "cuda_graphs", TS_CONFIG_FIELD(executor.cuda_graphs), true,
               "Decode steps (one token per sequence) on a CUDA device replay CUDA graphs of the "
-              "forward's work between plugin calls, captured per batch size after one eager "
-              "step; the kv format, the compressors, the attention plugin and the collectives "
-              "run eagerly between them (docs/cuda.md \"Graphs\"). false runs every step "
-              "eagerly. No effect on the CPU."),
+              "forward's work between plugin calls, captured per batch-size bucket after one "
+              "eager step; the kv format, the compressors, the attention plugin and the "
+              "collectives run eagerly between them (docs/cuda.md \"Graphs\"). false runs every "
+              "step eagerly. No effect on the CPU."),
+      integer("executor", "cuda_graph_max_batch", TS_CONFIG_FIELD(executor.cuda_graph_max_batch),
+              256, {1, 4096},
+              "The largest decode batch CUDA graphs take. A decode step of T sequences runs its "
+              "graphs on the smallest bucket of 1, 2, 4, 8, 16, 24, ... (multiples of 8, the last "
+              "one this value) holding T, the rows past T padding; larger steps run eagerly."),
       // [kv_cache]
       text("kv_cache", "plugin", TS_CONFIG_FIELD(kv_cache.plugin), std::string_view("bf16"),
            "KV-cache format plugin: \"bf16\", \"fp8\" or any installed format."),

@@ -21,7 +21,7 @@ DeviceRank::DeviceRank(Runtime& runtime, std::unique_ptr<device::Device> own_dev
                                                *kv_.format, kv_.attention, *kv_.pools);
   model_->set_share(ranks, comm_.get());
   model_->set_bf16_collectives(runtime.options().bf16_collectives);
-  model_->set_cuda_graphs(runtime.options().cuda_graphs);
+  model_->set_cuda_graphs(runtime.options().cuda_graphs, runtime.options().cuda_graph_max_batch);
 }
 
 }  // namespace tessera

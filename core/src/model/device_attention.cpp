@@ -21,7 +21,7 @@ AttentionBuffers attention_buffers(const DeviceForwardContext& ctx, int64_t laye
                                    const DeviceAttentionWeights& w) {
   const ModelConfig& cfg = ctx.config;
   device::Scratch& sc = ctx.scratch;
-  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t T = ctx.rows;
   const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, Q = w.wq_a.out;
   AttentionBuffers b;
   b.q_lat = sc.get<float>("attn.q_lat", T * Q);  // [T, q_lora_rank]
@@ -41,7 +41,7 @@ void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
   const ModelConfig& cfg = ctx.config;
   const device::DeviceOps& ops = ctx.ops;
   const device::Stream& s = ctx.stream;
-  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t T = ctx.rows;
   const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, rope_dim = cfg.rope_dim, Q = w.wq_a.out;
   const auto eps = static_cast<float>(cfg.rms_norm_eps);
   linear(ops, s, x, T, w.wq_a, b.q_lat);
@@ -127,6 +127,10 @@ void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
                                 &result, workspace, ws_bytes, plugin_device),
                       "run");
   stats.indexer_entries_scored += result.entries_scored;
+  if (ctx.rows > T) {  // padding rows of a graph bucket: zero, not what an earlier step left
+    ctx.device.fill(b.o + T * H * Dh, 0,
+                    static_cast<size_t>((ctx.rows - T) * H * Dh) * sizeof(float), s);
+  }
   ctx.mark("attention: plugin (indexer + sparse attention)");
 }
 
@@ -136,7 +140,7 @@ void attention_output(const DeviceForwardContext& ctx, const DeviceAttentionWeig
   const device::DeviceOps& ops = ctx.ops;
   const device::Stream& s = ctx.stream;
   device::Scratch& sc = ctx.scratch;
-  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t T = ctx.rows;
   const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, rope_dim = cfg.rope_dim;
   // Grouped low-rank output: group g = heads [g*H/G, (g+1)*H/G), wo_a rows [g*OL, (g+1)*OL).
   // o rotated back, copied group-major [G, T, in_g]; each group's product into z_groups

@@ -40,10 +40,15 @@ struct DeviceForwardContext {
   const PluginInstance& attention;
   const ForwardBatch& batch;
   const std::vector<int64_t>& positions;  // [T] host
-  const int32_t* positions_dev;           // [T] the device's copy
-  const int32_t* ids_dev;                 // [T] token ids on the device
-  device::StepTimeline* timeline;         // null unless a benchmark asks where the time goes
-  int64_t* routing_failures;              // [layers] device: each MoE's lowest failed token, or T
+  const int32_t* positions_dev;           // [rows] the device's copy
+  const int32_t* ids_dev;                 // [rows] token ids on the device
+  // Rows of the graphable work (the attention block's inputs and output, the MoE): T, or a
+  // decode step's graph bucket B >= T (model/piecewise_graphs.hpp), whose rows past T are
+  // padding (token id 0 at position 0). The eager work (kv stores, compressors, attention
+  // plugin, head) takes the T rows of `positions`.
+  int64_t rows;
+  device::StepTimeline* timeline;  // null unless a benchmark asks where the time goes
+  int64_t* routing_failures;       // [layers] device: each MoE's lowest failed token, or T
   // [layers, kKvStores] device: each kv store's lowest row holding a non-finite value (left
   // unwritten by the format), or more than any row; given to formats with store_async.
   int64_t* kv_failures;
@@ -57,8 +62,9 @@ struct DeviceForwardContext {
   }
 };
 
-// A layer's attention buffers in the step's scratch (device memory): q_lat [T, q_lora_rank],
-// kv [T, Dh], q and o [T, H, Dh]; on CSA layers index_q [T, IH, ID] and index_w [T, IH].
+// A layer's attention buffers in the step's scratch (device memory), of ctx.rows = R rows:
+// q_lat [R, q_lora_rank], kv [R, Dh], q and o [R, H, Dh]; on CSA layers index_q [R, IH, ID] and
+// index_w [R, IH].
 struct AttentionBuffers {
   float* q_lat = nullptr;
   float* kv = nullptr;
@@ -75,7 +81,8 @@ AttentionBuffers attention_buffers(const DeviceForwardContext& ctx, int64_t laye
 void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
                       const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
                       const AttentionBuffers& b);
-// The window kv stored, the compressors, the attention plugin's plan and run into b.o (eager).
+// The window kv stored, the compressors, the attention plugin's plan and run into b.o (eager; the
+// padding rows of b.o are zeroed).
 void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
                              const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
                              const AttentionBuffers& b, ForwardStats& stats);
@@ -83,7 +90,7 @@ void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
 void attention_output(const DeviceForwardContext& ctx, const DeviceAttentionWeights& w,
                       const float* inv_freq, const AttentionBuffers& b, float* out);
 
-// x: [T, D] (post ffn_norm) -> out [T, D], device memory.
+// x: [rows, D] (post ffn_norm) -> out [rows, D], device memory.
 void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const DeviceMoeWeights& w,
                         const float* x, float* out);
 // After the step: throws tessera::Error naming the first layer and store whose rows held a

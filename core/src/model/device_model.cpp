@@ -113,8 +113,17 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       ids.push_back(c.tokens[i]);
     }
   }
-  auto* ids_dev = scratch_.get<int32_t>("step.ids", T);
-  auto* positions_dev = scratch_.get<int32_t>("step.positions", T);
+  ForwardStats local;
+  ForwardStats& st = stats ? *stats : local;
+  // A decode step (one token per sequence) runs its graphable work from graphs, on its bucket's
+  // B >= T rows: the rows past T are padding, token id 0 at position 0.
+  const bool decode = std::ranges::all_of(
+      batch.chunks, [](const SequenceChunk& c) { return c.tokens.size() == 1 && !c.all_logits; });
+  const int64_t B = graphs_.begin_step(T, decode && st.timeline == nullptr && !st.capture_streams);
+  ids.resize(static_cast<size_t>(B), 0);
+  positions32.resize(static_cast<size_t>(B), 0);
+  auto* ids_dev = scratch_.get<int32_t>("step.ids", B);
+  auto* positions_dev = scratch_.get<int32_t>("step.positions", B);
   if (staging_.in_use()) {  // a step that failed before its end: let its copies finish
     device_.synchronize(stream_);
     staging_.reset();
@@ -122,8 +131,6 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   staging_.upload(ids_dev, std::span<const int32_t>(ids), stream_);
   staging_.upload(positions_dev, std::span<const int32_t>(positions32), stream_);
 
-  ForwardStats local;
-  ForwardStats& st = stats ? *stats : local;
   // [layers] the MoEs' routing failures, then [layers, kKvStores] the kv stores' first
   // non-finite rows (set past any row: 0x7F bytes); one copy back after the step.
   const auto L = static_cast<size_t>(config_.num_layers);
@@ -131,30 +138,40 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       scratch_.get<int64_t>("step.failures", static_cast<int64_t>(L * (1 + kKvStores)));
   int64_t* kv_failures = routing_failures + L;
   device_.fill(kv_failures, 0x7F, L * kKvStores * sizeof(int64_t), stream_);
-  const DeviceForwardContext ctx{config_,       device_,          stream_,     ops,
-                                 scratch_,      context_scratch_, staging_,    kv_format_,
-                                 pools_,        attention_,       batch,       positions,
-                                 positions_dev, ids_dev,          st.timeline, routing_failures,
-                                 kv_failures,   &compressors_};
+  const DeviceForwardContext ctx{config_,
+                                 device_,
+                                 stream_,
+                                 ops,
+                                 scratch_,
+                                 context_scratch_,
+                                 staging_,
+                                 kv_format_,
+                                 pools_,
+                                 attention_,
+                                 batch,
+                                 positions,
+                                 positions_dev,
+                                 ids_dev,
+                                 B,
+                                 st.timeline,
+                                 routing_failures,
+                                 kv_failures,
+                                 &compressors_};
   if (st.timeline != nullptr) {
     st.timeline->begin();
   }
   compressors_.plan(ctx);
-  // Streams [T, n, D]: the embedding copied into every stream.
-  float* streams = scratch_.get<float>("step.streams", T * n * D);
-  float* x = scratch_.get<float>("step.x", T * D);
-  float* block_out = scratch_.get<float>("step.block_out", T * D);
-  // A decode step (one token per sequence) runs its graphable work from graphs.
-  const bool decode = std::ranges::all_of(
-      batch.chunks, [](const SequenceChunk& c) { return c.tokens.size() == 1 && !c.all_logits; });
-  graphs_.begin_step(T, decode && st.timeline == nullptr && !st.capture_streams);
+  // Streams [B, n, D]: the embedding copied into every stream.
+  float* streams = scratch_.get<float>("step.streams", B * n * D);
+  float* x = scratch_.get<float>("step.x", B * D);
+  float* block_out = scratch_.get<float>("step.block_out", B * D);
   PieceQueue pieces(graphs_);
   pieces.add([&] {
     if (weights_.embed.bf16) {
-      ops.embed_bf16(stream_, static_cast<const uint16_t*>(weights_.embed.data), D, ids_dev, T, n,
+      ops.embed_bf16(stream_, static_cast<const uint16_t*>(weights_.embed.data), D, ids_dev, B, n,
                      streams);
     } else {
-      ops.embed_f32(stream_, static_cast<const float*>(weights_.embed.data), D, ids_dev, T, n,
+      ops.embed_f32(stream_, static_cast<const float*>(weights_.embed.data), D, ids_dev, B, n,
                     streams);
     }
     ctx.mark("embedding");
@@ -163,12 +180,12 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     // Queued work may run in the next iteration (with its first piece): captures by value.
     const DeviceLayerWeights* lw = &weights_.layers[static_cast<size_t>(l)];
     const float* inv_freq = inv_freq_[static_cast<size_t>(l)].as<float>();
-    const HcCoefficients attn_hc = hc_buffers(ctx, lw->hc_attn, T);
+    const HcCoefficients attn_hc = hc_buffers(ctx, lw->hc_attn, B);
     const AttentionBuffers attn = attention_buffers(ctx, l, lw->attn);
     pieces.add([&, l, lw, inv_freq, attn_hc, attn] {
-      hc_coefficients(ctx, lw->hc_attn, streams, T, attn_hc);
-      ops.hc_pre_mix(stream_, attn_hc.pre, streams, T, n, D, x);
-      rms_norm(ops, stream_, x, T, D, lw->attn_norm, eps);
+      hc_coefficients(ctx, lw->hc_attn, streams, B, attn_hc);
+      ops.hc_pre_mix(stream_, attn_hc.pre, streams, B, n, D, x);
+      rms_norm(ops, stream_, x, B, D, lw->attn_norm, eps);
       ctx.mark("mHC + norms");
       attention_inputs(ctx, l, lw->attn, inv_freq, x, attn);
     });
@@ -181,12 +198,12 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       all_reduce_block(block_out, T * D);
       ctx.mark("collectives");
     }
-    const HcCoefficients ffn_hc = hc_buffers(ctx, lw->hc_ffn, T);
+    const HcCoefficients ffn_hc = hc_buffers(ctx, lw->hc_ffn, B);
     pieces.add([&, l, lw, attn_hc, ffn_hc] {
-      ops.hc_post_mix(stream_, attn_hc.post, attn_hc.comb, block_out, T, n, D, streams);
-      hc_coefficients(ctx, lw->hc_ffn, streams, T, ffn_hc);
-      ops.hc_pre_mix(stream_, ffn_hc.pre, streams, T, n, D, x);
-      rms_norm(ops, stream_, x, T, D, lw->ffn_norm, eps);
+      ops.hc_post_mix(stream_, attn_hc.post, attn_hc.comb, block_out, B, n, D, streams);
+      hc_coefficients(ctx, lw->hc_ffn, streams, B, ffn_hc);
+      ops.hc_pre_mix(stream_, ffn_hc.pre, streams, B, n, D, x);
+      rms_norm(ops, stream_, x, B, D, lw->ffn_norm, eps);
       ctx.mark("mHC + norms");
       device_moe_forward(ctx, l, lw->ffn, x, block_out);
     });
@@ -196,7 +213,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       ctx.mark("collectives");
     }
     pieces.add([&, ffn_hc] {
-      ops.hc_post_mix(stream_, ffn_hc.post, ffn_hc.comb, block_out, T, n, D, streams);
+      ops.hc_post_mix(stream_, ffn_hc.post, ffn_hc.comb, block_out, B, n, D, streams);
     });
     if (st.capture_streams) {
       pieces.flush();

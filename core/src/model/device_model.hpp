@@ -64,7 +64,11 @@ class DeviceModel final : public ForwardModel {
 
   // executor.cuda_graphs: decode steps replay CUDA graphs of the forward's pieces between
   // plugin calls (model/piecewise_graphs.hpp); on by default where the device has graphs.
-  void set_cuda_graphs(bool on) { graphs_.set_enabled(on); }
+  // executor.cuda_graph_max_batch: the largest batch-size bucket they take.
+  void set_cuda_graphs(bool on, int64_t max_batch = PiecewiseGraphs::kDefaultMaxBatch) {
+    graphs_.set_max_batch(max_batch);
+    graphs_.set_enabled(on);
+  }
   [[nodiscard]] const PiecewiseGraphs& graphs() const { return graphs_; }
 
   const ModelConfig& config() const { return config_; }

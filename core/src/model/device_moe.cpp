@@ -30,7 +30,7 @@ void device_moe_forward(const DeviceForwardContext& ctx, int64_t layer, const De
                         const float* x, float* out) {
   const ModelConfig& cfg = ctx.config;
   const device::Stream& s = ctx.stream;
-  const auto T = static_cast<int64_t>(ctx.positions.size());
+  const int64_t T = ctx.rows;
   const int64_t D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.experts_per_token;
   // This rank's expert width (the whole one without tensor parallelism), routed and shared.
   const int64_t I = w.experts.empty() ? 0 : w.w1.out, rows = T * K;

@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <exception>
+
+#include "util/check.hpp"
 
 namespace tessera::dsv4 {
 
@@ -13,35 +16,53 @@ void PiecewiseGraphs::set_enabled(bool on) {
   }
 }
 
+void PiecewiseGraphs::set_max_batch(int64_t max_batch) {
+  TS_CHECK(max_batch >= 1, "CUDA graphs: the largest batch must be >= 1, got {}", max_batch);
+  max_batch_ = max_batch;
+  drop_all();
+}
+
+int64_t PiecewiseGraphs::bucket(int64_t T) const {
+  if (T < 1 || T > max_batch_) {
+    return 0;
+  }
+  const int64_t b = T <= 2 ? T : T <= 4 ? 4 : (T + 7) / 8 * 8;
+  return std::min(b, max_batch_);
+}
+
 void PiecewiseGraphs::drop_all() {
   sets_.clear();
   capturing_.clear();
   warmed_.clear();
 }
 
-void PiecewiseGraphs::begin_step(int64_t T, bool graphable) {
-  rows_ = T;
+int64_t PiecewiseGraphs::begin_step(int64_t T, bool graphable) {
+  const int64_t B = bucket(T);
+  rows_ = B;
   next_ = 0;
   capturing_.clear();
-  graphable_ = graphable && enabled();
+  graphable_ = graphable && enabled() && B > 0;
   mode_ = Mode::kEager;
   if (!graphable_) {
     ++stats_.eager_steps;
-    return;
+    rows_ = T;
+    return T;
   }
+  stats_.padding_rows += B - T;
   if (scratch_.generation() != generation_) {  // buffers moved: every graph is stale
     drop_all();
     generation_ = scratch_.generation();
   }
-  if (sets_.contains(T)) {
+  if (sets_.contains(B)) {
     mode_ = Mode::kReplay;
     ++stats_.replayed_steps;
-  } else if (warmed_.contains(T)) {
+  } else if (warmed_.contains(B)) {
     mode_ = Mode::kCapture;
     ++stats_.captured_steps;
   } else {
-    ++stats_.eager_steps;  // the warm-up: sizes the scratch for T
+    ++stats_.eager_steps;  // the warm-up: sizes the scratch for B
   }
+  return B;
 }
 
 void PiecewiseGraphs::fall_back() {

@@ -1,14 +1,18 @@
 // CUDA graphs for the device forward's decode steps, piecewise (as vLLM's piecewise graphs): the
 // forward's work between two plugin calls (the kv format's stores, the compressors, the attention
 // plugin, the collectives: their work follows each step's pages and windows) is one piece; the
-// plugins run eagerly between pieces. Graphs are kept per step size T (every sequence one token):
-// the first decode step of a size runs eagerly (it sizes the scratch buffers), the second
+// plugins run eagerly between pieces. Graphs are kept per batch-size bucket (as vLLM's capture
+// sizes: 1, 2, 4, then every multiple of 8 up to the largest, executor.cuda_graph_max_batch): a
+// decode step of T sequences runs its pieces on the bucket's B >= T rows, the rows past T padding
+// (token id 0 at position 0: every piece's work is row by row, so they change no real row's
+// bits). The first decode step of a bucket runs eagerly (it sizes the scratch buffers), the second
 // captures each piece and launches it, later ones replay the pieces. A piece is captured with the
 // addresses of the scratch buffers it uses, which hold only while the scratch does not move a
 // buffer (Scratch::generation): when it does, the graphs are dropped and made again.
 //
-// A piece may be replayed only if nothing it does on the host depends on the step beyond T: its
-// inputs are in device buffers (uploaded eagerly before), its sizes follow T. A capture that fails
+// A piece may be replayed only if nothing it does on the host depends on the step beyond B: its
+// inputs are in device buffers (uploaded eagerly before), its sizes follow B. A step of more than
+// the largest bucket runs eagerly. A capture that fails
 // (something in the piece a graph cannot hold) turns graphs off for the model with a warning, and
 // the piece runs eagerly. One rank's thread only.
 #pragma once
@@ -32,7 +36,10 @@ class PiecewiseGraphs {
     int64_t replayed_steps = 0;   // steps replayed from graphs
     int64_t pieces_captured = 0;  // graphs made
     int64_t pieces_replayed = 0;  // graph launches of replayed steps
+    int64_t padding_rows = 0;     // rows the graphable steps ran past their T (B - T summed)
   };
+
+  static constexpr int64_t kDefaultMaxBatch = 256;
 
   PiecewiseGraphs(device::Device& device, const device::Stream& stream,
                   const device::Scratch& scratch)
@@ -41,17 +48,24 @@ class PiecewiseGraphs {
   // Graphs on (when the device has them) or off; off drops every graph.
   void set_enabled(bool on);
   [[nodiscard]] bool enabled() const { return enabled_ && device_.graphs(); }
+  // The largest bucket (>= 1): decode steps of more sequences run eagerly. Drops every graph.
+  void set_max_batch(int64_t max_batch);
+  [[nodiscard]] int64_t max_batch() const { return max_batch_; }
+  // The bucket a decode step of T sequences runs in: 1, 2, 4, then the next multiple of 8,
+  // capped by max_batch; 0 when T > max_batch.
+  [[nodiscard]] int64_t bucket(int64_t T) const;
 
   // Before a step of T rows; `graphable`: a decode step nothing else watches (no timeline, no
-  // captured streams).
-  void begin_step(int64_t T, bool graphable);
+  // captured streams). Returns the rows the step's pieces run on: its bucket's B when graphs
+  // take the step, else T.
+  int64_t begin_step(int64_t T, bool graphable);
   // One piece of the step's work: run, captured and launched, or replayed.
   void run(const std::function<void()>& piece);
   // After the step's work was enqueued.
   void end_step();
 
   [[nodiscard]] const Stats& stats() const { return stats_; }
-  // Step sizes whose graphs are kept.
+  // Buckets whose graphs are kept.
   [[nodiscard]] size_t sizes_kept() const { return sets_.size(); }
 
  private:
@@ -64,14 +78,15 @@ class PiecewiseGraphs {
   const device::Stream& stream_;
   const device::Scratch& scratch_;
   bool enabled_ = true;
+  int64_t max_batch_ = kDefaultMaxBatch;
   Mode mode_ = Mode::kEager;
   bool graphable_ = false;
-  int64_t rows_ = 0;                                    // the step's T
+  int64_t rows_ = 0;                                    // the step's bucket B
   size_t next_ = 0;                                     // the replayed piece's index
   uint64_t generation_ = 0;                             // the scratch's, when the graphs were made
-  std::map<int64_t, std::vector<device::Graph>> sets_;  // per T, the pieces in order
+  std::map<int64_t, std::vector<device::Graph>> sets_;  // per B, the pieces in order
   std::vector<device::Graph> capturing_;                // the capturing step's pieces so far
-  std::set<int64_t> warmed_;                            // sizes run eagerly at this generation
+  std::set<int64_t> warmed_;                            // buckets run eagerly at this generation
   Stats stats_;
 };
 

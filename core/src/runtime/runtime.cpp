@@ -131,13 +131,13 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
                                                    stream_, *kv_.format, kv_.attention, *kv_.pools);
   model->set_share(std::max(1, options_.tensor_parallel), nullptr);
   model->set_bf16_collectives(options_.bf16_collectives);
-  model->set_cuda_graphs(options_.cuda_graphs);
+  model->set_cuda_graphs(options_.cuda_graphs, options_.cuda_graph_max_batch);
   if (options_.cuda_graphs && device.graphs()) {
     spdlog::info(
-        "{}: decode steps replay CUDA graphs of the forward between the plugins' calls; "
-        "attention `{}` and kv cache `{}` run eagerly (executor.cuda_graphs = false: "
-        "every step eagerly)",
-        device.describe(), kv_.attention.name(), kv_.format->name());
+        "{}: decode steps of up to {} sequences replay CUDA graphs of the forward between the "
+        "plugins' calls, per batch-size bucket; attention `{}` and kv cache `{}` run eagerly "
+        "(executor.cuda_graphs = false: every step eagerly)",
+        device.describe(), options_.cuda_graph_max_batch, kv_.attention.name(), kv_.format->name());
   }
   device_model_ = model.get();
   model_ = std::move(model);

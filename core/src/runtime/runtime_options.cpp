@@ -45,6 +45,7 @@ void copy_values(const Config& config, RuntimeOptions& o) {
   o.expert_parallel = config.executor.moe_split == "ep";
   o.bf16_collectives = config.executor.collective_dtype == "bf16";
   o.cuda_graphs = config.executor.cuda_graphs;
+  o.cuda_graph_max_batch = config.executor.cuda_graph_max_batch;
   TS_CHECK(!o.bf16_collectives || o.device == "cuda",
            "{}: collective_dtype = \"bf16\" is for device = \"cuda\" ranks (a GPU or the "
            "emulator); the CPU ranks sum in fp32: use collective_dtype = \"fp32\"",

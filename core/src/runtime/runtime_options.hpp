@@ -55,6 +55,8 @@ struct RuntimeOptions {
   // executor.cuda_graphs: decode steps of a device model replay piecewise CUDA graphs
   // (model/piecewise_graphs.hpp).
   bool cuda_graphs = true;
+  // executor.cuda_graph_max_batch: the largest graph bucket (model/piecewise_graphs.hpp).
+  int64_t cuda_graph_max_batch = 256;
 
   // The parts of a configuration file the runtime needs; model.path is resolved against the
   // working directory, then against the config file's directory. Throws Error, with the key's
