@@ -17,6 +17,9 @@
 //   them to TP 1's argmax and max;
 // - a rank that fails mid-run (fault injected in rank 1 of 2) stops the step with an error naming
 //   it on rank 0, every later step throws at once, and nothing hangs (the executor joins);
+// - decode graphs at TP 2 (three sequences: bucket 4, one padding row; warm-up, capture and
+//   replays on every rank, the collectives eager between the pieces) give the bits of the same
+//   steps with graphs off;
 // - expert parallelism (moe_split = "ep"): each rank holds E / N whole routed experts and none of
 //   the others; EP 2 equals TP 1 and TP 2 within the tolerance, with the same greedy tokens, on
 //   tiny-b and on the FP8 / FP4 checkpoint; ranks that do not divide E are refused naming E.
@@ -144,6 +147,52 @@ TEST(DeviceTensorParallel, TinyBAtTwoAndFourRanksMatchesOneRank) {
     EXPECT_EQ(many.greedy, one.greedy) << "tp " << tp;
     std::printf("device TP=%d vs TP=1 (tiny-b, emulated): max |dlogit| = %.3g\n", tp, worst);
   }
+}
+
+// Three sequences' prompts in one step, then `decode` steps of all three (bucket 4: one padding
+// row), at `tp` ranks with CUDA graphs on or off. Every step's logits; rank 0's graph stats.
+StepLogits run_decode(const std::filesystem::path& fixture, int tp, int decode, bool graphs,
+                      dsv4::PiecewiseGraphs::Stats* stats) {
+  RuntimeOptions o = device_options(fixture, tp);
+  o.cuda_graphs = graphs;
+  Runtime rt(o);
+  Executor ex(rt, tp, 2);
+  const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 5),
+                                                  engine_test::make_prompt(2, 3),
+                                                  engine_test::make_prompt(3, 4)};
+  for (uint64_t s = 0; s < prompts.size(); ++s) ex.apply({CacheOpKind::kCreate, s + 1, 0});
+  StepLogits run;
+  std::vector<size_t> done(prompts.size(), 0);
+  std::vector<int32_t> last(prompts.size(), 0);
+  for (int step = 0; step <= decode; ++step) {
+    const dsv4::Logits logits = ex.step(engine_test::next_chunks(prompts, done, last, 16));
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      const float* row = logits.row(logits.chunk_rows[s]);
+      last[s] = static_cast<int32_t>(std::max_element(row, row + logits.vocab) - row);
+    }
+    run.greedy.push_back(last[0]);
+    run.logits.emplace_back(logits.values.begin(), logits.values.end());
+  }
+  *stats = rt.device_model()->graphs().stats();
+  return run;
+}
+
+TEST(DeviceTensorParallel, DecodeGraphsAtTwoRanksReplayTheEagerBits) {
+  const auto tiny_b = engine_test::fixture_dir("tiny-b");
+  dsv4::PiecewiseGraphs::Stats graphed_stats, eager_stats;
+  const StepLogits graphed = run_decode(tiny_b, 2, 4, true, &graphed_stats);
+  const StepLogits eager = run_decode(tiny_b, 2, 4, false, &eager_stats);
+  EXPECT_EQ(max_difference(graphed, eager), 0.0);
+  EXPECT_EQ(graphed.greedy, eager.greedy);
+  // Rank 0: the prompts and the warm-up eagerly, one capture, two replays, three pieces per
+  // layer and a last one (the collectives between them).
+  EXPECT_EQ(graphed_stats.eager_steps, 2);
+  EXPECT_EQ(graphed_stats.captured_steps, 1);
+  EXPECT_EQ(graphed_stats.replayed_steps, 2);
+  const int64_t L = dsv4::load_model_config(tiny_b).num_layers;
+  EXPECT_EQ(graphed_stats.pieces_replayed, 2 * (3 * L + 1));
+  EXPECT_EQ(graphed_stats.padding_rows, 4);
+  EXPECT_EQ(eager_stats.captured_steps + eager_stats.replayed_steps, 0);
 }
 
 // Greedy rows under tensor parallelism (every chunk scan-only): the ranks gather their vocabulary
