@@ -13,7 +13,10 @@ namespace tessera::cuda_module {
 
 inline constexpr int kSlotsPerLaunch = 256;
 
+// The slots of one launch: by value, or (device != null) read by the kernels from device memory,
+// where a negative slot marks a padding row to skip (ABI 1.6 store_device_slots).
 struct SlotChunk {
+  const int64_t* device;
   int64_t slot[kSlotsPerLaunch];
 };
 

@@ -5,6 +5,8 @@
 // sources only (nvcc or the SIMT emulator's C++ build).
 #pragma once
 
+#include <cstdint>
+
 #include "cuda_slot_chunks.hpp"
 
 namespace tessera::cuda_module {
@@ -29,6 +31,23 @@ struct KvModule {
                           });
   }
 
+  // As store, with slots [n] in device memory (a negative slot: a padding row, skipped), in one
+  // launch: nothing is read on the host, so the launch can be captured in a CUDA graph.
+  static const char* store_device_slots(int32_t ordinal, void* stream, const Records* records,
+                                        const float* rows, int64_t n, const int64_t* slots,
+                                        uint8_t* pool, int64_t* first_bad_row) {
+    if (n > INT32_MAX) return failed("store_device_slots: more than 2^31 rows in one call");
+    if (const cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess)
+      return failed("cudaSetDevice", e);
+    SlotChunk chunk{};
+    chunk.device = slots;
+    if (const cudaError_t e = kStore(*records, rows, chunk, static_cast<int>(n), pool,
+                                     static_cast<cudaStream_t>(stream), first_bad_row, 0);
+        e != cudaSuccess)
+      return failed("launching the store kernel", e);
+    return nullptr;
+  }
+
   // The records of slots[0..n) -> rows [n, records->dim] (device), enqueued.
   static const char* load(int32_t ordinal, void* stream, const Records* records,
                           const uint8_t* pool, const int64_t* slots, int64_t n, float* rows) {
@@ -39,8 +58,8 @@ struct KvModule {
                           });
   }
 
-  static constexpr Api kTable = {sizeof(Api),  check_device, is_device_memory,
-                                 copy_to_host, store,        load};
+  static constexpr Api kTable = {sizeof(Api), check_device, is_device_memory,  copy_to_host,
+                                 store,       load,         store_device_slots};
 };
 
 }  // namespace tessera::cuda_module

@@ -11,6 +11,7 @@
 // the host's device word. load() only enqueues.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,33 @@ class KvCudaPath {
                   "first_bad_row is host memory; a CUDA device needs device memory");
     if (const char* e = api->store(device.ordinal, device.stream, &records, rows, n, slots, pool,
                                    first_bad_row);
+        e != nullptr)
+      return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
+    return ok();
+  }
+
+  // store_async with slots [n] in device memory, a negative slot a padding row (ABI 1.6):
+  // nothing read on the host, capturable in a CUDA graph.
+  ts_status store_device_slots(const Records& records, const float* rows, int64_t n,
+                               const int64_t* slots, uint8_t* pool, ts_device device,
+                               int64_t* first_bad_row) {
+    if (n == 0) return ok();
+    const Api* api = nullptr;
+    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) return s;
+    if (api->struct_size < offsetof(Api, store_device_slots) + sizeof(void*) ||
+        api->store_device_slots == nullptr)
+      return fail(TS_ERR_UNSUPPORTED, format_ +
+                                          " cache: its CUDA module is older than the plugin (no "
+                                          "store_device_slots): install the two from one build");
+    if (!api->is_device_memory(slots))
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "slots is host memory; store_device_slots needs them "
+                  "in device memory");
+    if (first_bad_row == nullptr || !api->is_device_memory(first_bad_row))
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "first_bad_row is null or host memory; a CUDA device needs device memory");
+    if (const char* e = api->store_device_slots(device.ordinal, device.stream, &records, rows, n,
+                                                slots, pool, first_bad_row);
         e != nullptr)
       return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
     return ok();

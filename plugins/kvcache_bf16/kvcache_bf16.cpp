@@ -20,6 +20,7 @@
 
 #include "bf16_cuda_api.h"
 #include "kv_cuda_path.hpp"
+#include "kv_padding_rows.hpp"
 #include "tessera/finite_values.hpp"
 #include "tessera/plugin_sdk.hpp"
 #include "tessera/simd_clones.hpp"
@@ -266,7 +267,31 @@ ts_status store_async(ts_instance* self, const ts_kv_layout* layout, const float
   });
 }
 
-const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load, store_async};
+// ABI 1.6: slots in the device's memory, a negative slot a padding row. On a CUDA device one
+// launch that reads nothing on the host (capturable in a CUDA graph); on a CPU device store().
+ts_status store_device_slots(ts_instance* self, const ts_kv_layout* layout, const float* rows,
+                             int64_t n, const int64_t* slots, uint8_t* pool, ts_device device,
+                             int64_t* first_bad_row) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (layout == nullptr || n < 0 ||
+        (n > 0 && (slots == nullptr || rows == nullptr || pool == nullptr))) {
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "store_device_slots: layout, slots, rows or pool is "
+                  "null, or a negative row count");
+    }
+    if (device.type == TS_DEVICE_CUDA) {
+      return cache(self).cuda->store_device_slots(records_of(cache(self), *layout), rows, n, slots,
+                                                  pool, device, first_bad_row);
+    }
+    return tessera::sdk::store_rows_with_slots(
+        rows, n, layout->dim, slots, [&](const float* r, int64_t count, const int64_t* s) {
+          return store(self, layout, r, count, s, pool, device);
+        });
+  });
+}
+
+const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load, store_async,
+                                  store_device_slots};
 
 const ts_plugin_descriptor kDescriptor = {
     sizeof(ts_plugin_descriptor),

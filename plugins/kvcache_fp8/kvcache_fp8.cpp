@@ -19,6 +19,7 @@
 #include "fp8_layout.hpp"
 #include "indexer_codec.hpp"
 #include "kv_cuda_path.hpp"
+#include "kv_padding_rows.hpp"
 #include "latent_codec.hpp"
 #include "tessera/finite_values.hpp"
 #include "tessera/plugin_sdk.hpp"
@@ -189,7 +190,32 @@ ts_status store_async(ts_instance* self, const ts_kv_layout* layout, const float
   });
 }
 
-const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load, store_async};
+// ABI 1.6: slots in the device's memory, a negative slot a padding row. On a CUDA device one
+// launch that reads nothing on the host (capturable in a CUDA graph); on a CPU device store().
+ts_status store_device_slots(ts_instance* self, const ts_kv_layout* layout, const float* rows,
+                             int64_t n, const int64_t* slots, uint8_t* pool, ts_device device,
+                             int64_t* first_bad_row) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (layout == nullptr)
+      return fail(TS_ERR_INVALID_ARGUMENT, "store_device_slots: layout is null");
+    if (const std::string why = fp8::check_layout(*layout); !why.empty())
+      return fail(TS_ERR_INVALID_ARGUMENT, "store_device_slots: " + why);
+    if (n < 0 || (n > 0 && (slots == nullptr || rows == nullptr || pool == nullptr)))
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "store_device_slots: rows, slots or pool is null, or "
+                  "a negative row count");
+    if (device.type == TS_DEVICE_CUDA)
+      return cache(self).cuda->store_device_slots(records_of(*layout), rows, n, slots, pool, device,
+                                                  first_bad_row);
+    return tessera::sdk::store_rows_with_slots(
+        rows, n, layout->dim, slots, [&](const float* r, int64_t count, const int64_t* s) {
+          return store(self, layout, r, count, s, pool, device);
+        });
+  });
+}
+
+const ts_kv_cache_table kTable = {sizeof(ts_kv_cache_table), describe, store, load, store_async,
+                                  store_device_slots};
 
 // round_trip_error: |x - load(store(x))| <= relative*|x| + of_row_amax*max|row| + absolute per
 // value (docs/kvcache.md). Main: e4m3 rounding is <= 2^-4 |v| for normals and <= 2^-10 in scaled

@@ -14,6 +14,10 @@
 //     left unwritten, the others written as the CPU path writes them, the lowest bad row's index
 //     in the device word; on the emulated device the call returns before the stream ran (no
 //     wait);
+//   - store_device_slots (ABI 1.6): the same with the slots in device memory, one row in 7 a
+//     padding row (slot -1) that is neither written nor checked (one holds a NaN), in one launch;
+//     on a CPU device the rows with a slot as the CPU store writes them; slots in host memory
+//     refused on the CUDA device;
 //   - refusals: a non-finite value (the CPU path's status and message, nothing written), rows in
 //     host memory, and a plugin whose CUDA module is not installed (the message names the path
 //     looked for).
@@ -144,13 +148,17 @@ void check_shape(const LoadedPlugin& plugin, const char* options, const Shape& s
          name + ": device load gives the CPU path's rows bit for bit " + message(s));
 }
 
+// store_async, or with device_slots store_device_slots (padding rows among the rows).
 void check_store_async(const LoadedPlugin& plugin, const Shape& shape, const TestStream& stream,
-                       std::mt19937_64& rng) {
+                       std::mt19937_64& rng, bool device_slots = false) {
   KvInstance kv(plugin, "{}", stream.device());
   const ts_kv_cache_table& t = kv.table();
-  if (t.struct_size < offsetof(ts_kv_cache_table, store_async) + sizeof(void*) ||
-      t.store_async == nullptr) {
-    expect(false, std::string(shape.name) + ": the format has no store_async");
+  const size_t entry = device_slots ? offsetof(ts_kv_cache_table, store_device_slots)
+                                    : offsetof(ts_kv_cache_table, store_async);
+  if (t.struct_size < entry + sizeof(void*) ||
+      (device_slots ? t.store_device_slots == nullptr : t.store_async == nullptr)) {
+    expect(false, std::string(shape.name) + ": the format has no " +
+                      (device_slots ? "store_device_slots" : "store_async"));
     return;
   }
   const ts_kv_layout layout = kv.describe(shape.stream, shape.dim, shape.rope, shape.per_page);
@@ -163,13 +171,19 @@ void check_store_async(const LoadedPlugin& plugin, const Shape& shape, const Tes
   rows[static_cast<size_t>(bad_b * shape.dim + 1)] = std::numeric_limits<float>::quiet_NaN();
   rows[static_cast<size_t>(bad_a * shape.dim + shape.dim - 1)] =
       -std::numeric_limits<float>::infinity();
+  if (device_slots) {  // padding rows: slot -1, one of them below bad_a holding a NaN
+    for (int64_t i = 3; i < n; i += 7) {
+      if (i != bad_a && i != bad_b) slots[static_cast<size_t>(i)] = -1;
+    }
+    rows[static_cast<size_t>(10 * shape.dim)] = std::numeric_limits<float>::quiet_NaN();
+  }
   std::vector<uint8_t> pool(static_cast<size_t>(pages * layout.page_bytes));
   for (uint8_t& b : pool) b = static_cast<uint8_t>(rng());
   // What the CPU path writes for the finite rows alone.
   std::vector<float> finite_rows;
   std::vector<int64_t> finite_slots;
   for (int64_t i = 0; i < n; ++i) {
-    if (i == bad_a || i == bad_b) continue;
+    if (i == bad_a || i == bad_b || slots[static_cast<size_t>(i)] < 0) continue;
     finite_rows.insert(finite_rows.end(), rows.begin() + i * shape.dim,
                        rows.begin() + (i + 1) * shape.dim);
     finite_slots.push_back(slots[static_cast<size_t>(i)]);
@@ -182,9 +196,15 @@ void check_store_async(const LoadedPlugin& plugin, const Shape& shape, const Tes
   DeviceVector<uint8_t> device_pool(pool, stream);
   DeviceVector<float> device_rows(rows, stream);
   DeviceVector<int64_t> first_bad(std::vector<int64_t>{n}, stream);
-  const ts_status s = t.store_async(kv.get(), &layout, device_rows.get(), n, slots.data(),
-                                    device_pool.get(), stream.device(), first_bad.get());
-  const std::string name = std::string(shape.name) + " store_async";
+  DeviceVector<int64_t> slots_on_device(slots, stream);
+  const ts_status s =
+      device_slots
+          ? t.store_device_slots(kv.get(), &layout, device_rows.get(), n, slots_on_device.get(),
+                                 device_pool.get(), stream.device(), first_bad.get())
+          : t.store_async(kv.get(), &layout, device_rows.get(), n, slots.data(), device_pool.get(),
+                          stream.device(), first_bad.get());
+  const std::string name =
+      std::string(shape.name) + (device_slots ? " store_device_slots" : " store_async");
 #ifdef TESSERA_DEVICE_EMULATION  // device memory is the host's: untouched until the stream runs
   expect(std::memcmp(device_pool.get(), pool.data(), pool.size()) == 0,
          name + ": returns before the stream ran (no wait)");
@@ -196,6 +216,25 @@ void check_store_async(const LoadedPlugin& plugin, const Shape& shape, const Tes
   expect(got.size() == 1 && got[0] == bad_a, name + ": the lowest non-finite row's index (" +
                                                  std::to_string(got.at(0)) + ", want " +
                                                  std::to_string(bad_a) + ")");
+  if (!device_slots) return;
+
+  // The slots in host memory: refused on the CUDA device, nothing written.
+  const ts_status host_slots =
+      t.store_device_slots(kv.get(), &layout, device_rows.get(), n, slots.data(), device_pool.get(),
+                           stream.device(), first_bad.get());
+  expect(host_slots.code == TS_ERR_INVALID_ARGUMENT &&
+             message(host_slots).find("slots is host memory") != std::string::npos,
+         name + ": slots in host memory are refused (" + message(host_slots) + ")");
+  // A CPU device: the finite rows with a slot as store writes them (a non-finite one throws).
+  std::vector<float> finite = rows;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == bad_a || i == bad_b) slots[static_cast<size_t>(i)] = -1;  // padding: unchecked
+  }
+  std::vector<uint8_t> cpu_pool = pool;
+  const ts_status cpu = t.store_device_slots(kv.get(), &layout, finite.data(), n, slots.data(),
+                                             cpu_pool.data(), kCpu, nullptr);
+  expect(cpu.code == TS_OK && cpu_pool == want,
+         name + " on the CPU: the rows with a slot as store writes them " + message(cpu));
 }
 
 void check_refusals(const LoadedPlugin& plugin, const std::string& plugin_path,
@@ -273,6 +312,8 @@ int main_impl(int argc, char** argv) {
     for (const Shape& shape : shapes) check_shape(plugin, option, shape, stream, rng);
   check_store_async(plugin, shapes[1], stream, rng);  // a warp per row (indexer) in fp8
   check_store_async(plugin, shapes[4], stream, rng);  // a block per row
+  check_store_async(plugin, shapes[1], stream, rng, true);
+  check_store_async(plugin, shapes[4], stream, rng, true);
   check_refusals(plugin, argv[1], stream);
   std::printf("kvcache_device_test (%s): %d failure(s)\n", format.c_str(), g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TS_ABI_MAJOR 1
-#define TS_ABI_MINOR 5
+#define TS_ABI_MINOR 6
 #define TS_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
 
 /* ---------------------------------------------------------------- status */
@@ -269,6 +269,16 @@ typedef struct ts_kv_cache_table {
   ts_status (*store_async)(ts_instance* self, const ts_kv_layout* layout, const float* rows,
                            int64_t n, const int64_t* slots, uint8_t* pool, ts_device device,
                            int64_t* first_bad_row);
+  /* ABI 1.6, optional (absent or NULL: the host calls store_async, outside its CUDA graphs).
+   * store_async with `slots` [n] int64 in the device's memory (the host's on a CPU device, where
+   * first_bad_row may be NULL and a non-finite row is refused as by store). A negative slot
+   * leaves its row unwritten and unchecked (a padding row). On a CUDA device it only enqueues
+   * kernels: it reads no slot on the host, copies nothing and never waits, so the host may capture
+   * it in a CUDA graph and replay it with new rows, slots and first_bad_row values at the same
+   * addresses. */
+  ts_status (*store_device_slots)(ts_instance* self, const ts_kv_layout* layout, const float* rows,
+                                  int64_t n, const int64_t* slots, uint8_t* pool, ts_device device,
+                                  int64_t* first_bad_row);
 } ts_kv_cache_table;
 
 /* A kv-cache format instance as seen by an attention backend (so the reference backend can read

@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <utility>
 
+#include "util/check.hpp"
+
 namespace tessera {
 
 KvFormat::KvFormat(PluginInstance instance, int32_t main_dim, int32_t rope_dim, int32_t index_dim,
@@ -39,6 +41,21 @@ void KvFormat::store(const ts_kv_layout& layout, const float* rows, std::span<co
   instance_.check(table_->store(instance_.get(), &layout, rows, static_cast<int64_t>(slots.size()),
                                 slots.data(), pool, device),
                   "store");
+}
+
+bool KvFormat::stores_from_device_slots() const {
+  return table_->struct_size >= offsetof(ts_kv_cache_table, store_device_slots) + sizeof(void*) &&
+         table_->store_device_slots != nullptr;
+}
+
+void KvFormat::store_device_slots(const ts_kv_layout& layout, const float* rows, int64_t n,
+                                  const int64_t* slots, uint8_t* pool, ts_device device,
+                                  int64_t* first_bad_row) const {
+  TS_CHECK(stores_from_device_slots(), "kv format {} has no store_device_slots (ABI 1.6)", name());
+  if (n == 0) return;
+  instance_.check(table_->store_device_slots(instance_.get(), &layout, rows, n, slots, pool, device,
+                                             first_bad_row),
+                  "store_device_slots");
 }
 
 void KvFormat::load(const ts_kv_layout& layout, const uint8_t* pool, std::span<const int64_t> slots,

@@ -30,6 +30,15 @@ class KvFormat {
              int64_t* first_bad_row = nullptr) const;
   // Whether store can take first_bad_row on a CUDA device (the format has store_async).
   [[nodiscard]] bool stores_without_waiting() const;
+  // Whether the format stores from slots in the device's memory (ABI 1.6 store_device_slots).
+  [[nodiscard]] bool stores_from_device_slots() const;
+  // rows [n, layout.dim] -> slots [n] in the device's memory (a negative slot: a padding row, not
+  // written). On a CUDA device only kernels are enqueued (a CUDA graph may hold them): a
+  // non-finite row is left unwritten and its index min-reduced into first_bad_row (device
+  // memory). On the CPU a non-finite row throws, as store. Precondition: stores_from_device_slots.
+  void store_device_slots(const ts_kv_layout& layout, const float* rows, int64_t n,
+                          const int64_t* slots, uint8_t* pool, ts_device device,
+                          int64_t* first_bad_row) const;
   void load(const ts_kv_layout& layout, const uint8_t* pool, std::span<const int64_t> slots,
             float* rows, ts_device device = device::kHostPluginDevice) const;
 

@@ -64,6 +64,12 @@ void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
     ops.scale(s, b.index_w, T * w.index_weights_proj.out, scale);
     ctx.mark("attention: indexer q, weights");
   }
+  if (ctx.window_slots != nullptr) {  // the new tokens' kv into the window cache (padding skipped)
+    ctx.kv_format.store_device_slots(
+        ctx.kv_format.main_layout(), b.kv, T, ctx.window_slots + layer * T, ctx.pools.main.data(),
+        device::plugin_device(ctx.device, s), ctx.kv_failures + layer * kKvStores + kWindowKv);
+    ctx.mark("attention: kv store");
+  }
 }
 
 void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
@@ -75,16 +81,19 @@ void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
   const int64_t Dh = cfg.head_dim, H = w.wq_b.out / Dh, m = cfg.compress_ratio(layer);
   const ts_device plugin_device = device::plugin_device(ctx.device, s);
 
-  // The new tokens' kv into the window cache before attention (each query sees itself).
-  std::vector<int64_t> slots(static_cast<size_t>(T));
-  for (int64_t row = 0; const SequenceChunk& chunk : ctx.batch.chunks) {
-    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
-      slots[row] = chunk.kv->write_window_slot(layer, ctx.positions[row]);
+  // The new tokens' kv into the window cache before attention (each query sees itself), unless
+  // attention_inputs stored it from the step's slots on the device.
+  if (ctx.window_slots == nullptr) {
+    std::vector<int64_t> slots(static_cast<size_t>(T));
+    for (int64_t row = 0; const SequenceChunk& chunk : ctx.batch.chunks) {
+      for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
+        slots[row] = chunk.kv->write_window_slot(layer, ctx.positions[row]);
+      }
     }
+    ctx.kv_format.store(ctx.kv_format.main_layout(), b.kv, slots, ctx.pools.main.data(),
+                        plugin_device, ctx.kv_failures + layer * kKvStores + kWindowKv);
+    ctx.mark("attention: kv store");
   }
-  ctx.kv_format.store(ctx.kv_format.main_layout(), b.kv, slots, ctx.pools.main.data(),
-                      plugin_device, ctx.kv_failures + layer * kKvStores + kWindowKv);
-  ctx.mark("attention: kv store");
   if (m > 0) {
     ctx.compressors->run(ctx, layer, *w.compressor, false, x, inv_freq);
     if (w.index_compressor) {

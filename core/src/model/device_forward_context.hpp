@@ -47,6 +47,10 @@ struct DeviceForwardContext {
   // padding (token id 0 at position 0). The eager work (kv stores, compressors, attention
   // plugin, head) takes the T rows of `positions`.
   int64_t rows;
+  // [layers, rows] the window kv's slots in the device's memory (-1 for padding rows) when the kv
+  // format stores from them (ABI 1.6): attention_inputs stores the window kv (in a graph piece).
+  // Null: attention_cache_and_run stores it from host slots.
+  const int64_t* window_slots;
   device::StepTimeline* timeline;  // null unless a benchmark asks where the time goes
   int64_t* routing_failures;       // [layers] device: each MoE's lowest failed token, or T
   // [layers, kKvStores] device: each kv store's lowest row holding a non-finite value (left

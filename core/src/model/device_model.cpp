@@ -138,25 +138,12 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       scratch_.get<int64_t>("step.failures", static_cast<int64_t>(L * (1 + kKvStores)));
   int64_t* kv_failures = routing_failures + L;
   device_.fill(kv_failures, 0x7F, L * kKvStores * sizeof(int64_t), stream_);
-  const DeviceForwardContext ctx{config_,
-                                 device_,
-                                 stream_,
-                                 ops,
-                                 scratch_,
-                                 context_scratch_,
-                                 staging_,
-                                 kv_format_,
-                                 pools_,
-                                 attention_,
-                                 batch,
-                                 positions,
-                                 positions_dev,
-                                 ids_dev,
-                                 B,
-                                 st.timeline,
-                                 routing_failures,
-                                 kv_failures,
-                                 &compressors_};
+  const int64_t* window_slots = window_slots_of_step(batch, positions, B);
+  const DeviceForwardContext ctx{config_,       device_,          stream_,     ops,
+                                 scratch_,      context_scratch_, staging_,    kv_format_,
+                                 pools_,        attention_,       batch,       positions,
+                                 positions_dev, ids_dev,          B,           window_slots,
+                                 st.timeline,   routing_failures, kv_failures, &compressors_};
   if (st.timeline != nullptr) {
     st.timeline->begin();
   }
@@ -243,6 +230,26 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   check_routing(config_, std::span<const int64_t>(back.failures, L), batch);
   merge_shard_scans(back, logits);
   return logits;
+}
+
+const int64_t* DeviceModel::window_slots_of_step(const ForwardBatch& batch,
+                                                 const std::vector<int64_t>& positions,
+                                                 int64_t rows) {
+  if (!kv_format_.stores_from_device_slots()) {
+    return nullptr;
+  }
+  const int64_t L = config_.num_layers;
+  std::vector<int64_t> slots(static_cast<size_t>(L * rows), -1);  // -1: a padding row
+  for (int64_t l = 0; l < L; ++l) {
+    for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks) {
+      for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
+        slots[static_cast<size_t>(l * rows + row)] = chunk.kv->write_window_slot(l, positions[row]);
+      }
+    }
+  }
+  auto* on_device = scratch_.get<int64_t>("step.window_slots", L * rows);
+  staging_.upload(on_device, std::span<const int64_t>(slots), stream_);
+  return on_device;
 }
 
 void DeviceModel::all_reduce_block(float* block_out, int64_t count) {

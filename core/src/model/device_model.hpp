@@ -96,6 +96,11 @@ class DeviceModel final : public ForwardModel {
                              const int64_t* failures_dev, Logits& logits);
   // After the synchronisation: the shards' scans merged into logits.scans (when they came).
   void merge_shard_scans(const StepReturn& back, Logits& logits) const;
+  // Where every layer's window kv of the step goes, when the kv format stores from slots in the
+  // device's memory (ABI 1.6): the slots taken now, [layers, rows] (-1 for padding rows), uploaded
+  // for the stores inside the graph pieces; else null (each layer stores from host slots).
+  const int64_t* window_slots_of_step(const ForwardBatch& batch,
+                                      const std::vector<int64_t>& positions, int64_t rows);
   // The all-reduce of a block's output [count] over the ranks' parts, in fp32 or bf16.
   void all_reduce_block(float* block_out, int64_t count);
 

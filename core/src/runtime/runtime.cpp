@@ -135,9 +135,13 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
   if (options_.cuda_graphs && device.graphs()) {
     spdlog::info(
         "{}: decode steps of up to {} sequences replay CUDA graphs of the forward between the "
-        "plugins' calls, per batch-size bucket; attention `{}` and kv cache `{}` run eagerly "
-        "(executor.cuda_graphs = false: every step eagerly)",
-        device.describe(), options_.cuda_graph_max_batch, kv_.attention.name(), kv_.format->name());
+        "plugins' calls, per batch-size bucket; attention `{}`, the compressors and {} run "
+        "eagerly between them (executor.cuda_graphs = false: every step eagerly)",
+        device.describe(), options_.cuda_graph_max_batch, kv_.attention.name(),
+        kv_.format->stores_from_device_slots()
+            ? fmt::format("kv cache `{}` but its window store (in the graphs: store_device_slots)",
+                          kv_.format->name())
+            : fmt::format("kv cache `{}` (no store_device_slots, ABI 1.6)", kv_.format->name()));
   }
   device_model_ = model.get();
   model_ = std::move(model);

@@ -43,6 +43,12 @@ typedef struct ts_bf16_cuda_api {
   /* Enqueues the decoding of the records of slots[0..n) into rows [n, dim] fp32 (device). */
   const char* (*load)(int32_t ordinal, void* stream, const ts_bf16_records* records,
                       const uint8_t* pool, const int64_t* slots, int64_t n, float* rows);
+  /* As store with slots[0..n) in device memory, one launch that reads nothing on the host (it
+   * can be captured in a CUDA graph); a negative slot is a padding row: not written, not checked.
+   */
+  const char* (*store_device_slots)(int32_t ordinal, void* stream, const ts_bf16_records* records,
+                                    const float* rows, int64_t n, const int64_t* slots,
+                                    uint8_t* pool, int64_t* first_bad_row);
 } ts_bf16_cuda_api;
 
 #ifdef __cplusplus

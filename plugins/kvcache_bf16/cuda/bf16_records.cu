@@ -3,6 +3,7 @@
 // bits (finite inputs), or the fp32 bits unchanged for storage = "fp32"; decoding widens exactly.
 #include "bf16_records.hpp"
 #include "device_primitives.cuh"
+#include "launch_slots.cuh"
 #include "row_check.cuh"
 
 namespace tessera::kvbf16 {
@@ -25,16 +26,19 @@ TS_DEVICE uint16_t nearest_even_bf16(float v) {
 }
 
 // rows [n, dim] fp32 -> records; one block per row (blockIdx.x = i < n). A row holding a
-// non-finite value is not written; row0 + i is min-reduced into *first_bad (when not null).
+// non-finite value is not written; row0 + i is min-reduced into *first_bad (when not null). A
+// row whose slot is negative (padding, slots in device memory) is skipped.
 TS_KERNEL(kThreads)
 store_records(ts_bf16_records r, const float* rows, SlotChunk slots, uint8_t* pool,
               int64_t* first_bad, int64_t row0) {
   const int i = block_index();
+  const int64_t slot = cuda_module::slot_at(slots, i);
+  if (slot < 0) return;
   const float* src = rows + i * r.dim;
   if (!cuda_module::block_row_finite(src, r.dim, kThreads, reinterpret_cast<int*>(dynamic_smem()),
                                      first_bad, row0 + i))
     return;
-  uint8_t* dst = pool + record_offset(r, slots.slot[i]);
+  uint8_t* dst = pool + record_offset(r, slot);
   if (r.value_bytes == 4) {
     auto* out = reinterpret_cast<float*>(dst);
     for (int64_t c = thread_index(); c < r.dim; c += kThreads) out[c] = src[c];
@@ -48,7 +52,7 @@ store_records(ts_bf16_records r, const float* rows, SlotChunk slots, uint8_t* po
 TS_KERNEL(kThreads)
 load_records(ts_bf16_records r, const uint8_t* pool, SlotChunk slots, float* rows) {
   const int i = block_index();
-  const uint8_t* src = pool + record_offset(r, slots.slot[i]);
+  const uint8_t* src = pool + record_offset(r, cuda_module::slot_at(slots, i));
   float* dst = rows + i * r.dim;
   if (r.value_bytes == 4) {
     const auto* in = reinterpret_cast<const float*>(src);

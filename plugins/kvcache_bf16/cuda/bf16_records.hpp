@@ -11,7 +11,8 @@ namespace tessera::kvbf16 {
 
 using cuda_module::SlotChunk;
 
-// rows [n, dim] fp32 -> the records of slots.slot[0..n), n <= kSlotsPerLaunch. A row holding a
+// rows [n, dim] fp32 -> the records of the slots (slot_at: by value, n <= kSlotsPerLaunch, or in
+// device memory, where a negative slot is a padding row, skipped). A row holding a
 // non-finite value is left unwritten and row0 + its index min-reduced into *first_bad (device
 // memory; null: the rows are known finite).
 cudaError_t launch_store_records(const ts_bf16_records& records, const float* rows,

@@ -8,6 +8,7 @@
 // Pages are byte arrays: multi-byte values are written and read byte by byte, little-endian.
 #include "device_primitives.cuh"
 #include "fp8_records.hpp"
+#include "launch_slots.cuh"
 #include "number_formats.cuh"
 #include "row_check.cuh"
 
@@ -68,12 +69,14 @@ TS_KERNEL(kMainThreads)
 store_latent(ts_fp8_records r, const float* rows, SlotChunk slots, uint8_t* pool,
              int64_t* first_bad, int64_t row0) {
   const int i = block_index();
+  const int64_t slot = cuda_module::slot_at(slots, i);
+  if (slot < 0) return;  // a padding row (slots in device memory)
   if (!cuda_module::block_row_finite(rows + i * r.dim, r.dim, kMainThreads,
                                      reinterpret_cast<int*>(dynamic_smem()), first_bad, row0 + i))
     return;
   const Geometry g = geometry_of(r);
-  const int64_t entry = slots.slot[i] % r.entries_per_page;
-  uint8_t* page = page_of(r, pool, slots.slot[i]);
+  const int64_t entry = slot % r.entries_per_page;
+  uint8_t* page = page_of(r, pool, slot);
   uint8_t* record = page + entry * g.record_bytes;
   uint8_t* scales = page + r.entries_per_page * g.record_bytes + entry * g.scale_bytes;
   const float* row = rows + i * r.dim;
@@ -103,9 +106,11 @@ TS_KERNEL(kWarp)
 store_indexer(ts_fp8_records r, const float* rows, SlotChunk slots, uint8_t* pool,
               int64_t* first_bad, int64_t row0) {
   const int i = block_index();
+  const int64_t slot = cuda_module::slot_at(slots, i);
+  if (slot < 0) return;  // a padding row (slots in device memory)
   if (!cuda_module::warp_row_finite(rows + i * r.dim, r.dim, kWarp, first_bad, row0 + i)) return;
-  const int64_t entry = slots.slot[i] % r.entries_per_page;
-  uint8_t* page = page_of(r, pool, slots.slot[i]);
+  const int64_t entry = slot % r.entries_per_page;
+  uint8_t* page = page_of(r, pool, slot);
   const float* row = rows + i * r.dim;
   float amax = 0.0f;
   for (int64_t c = thread_index(); c < r.dim; c += kWarp) amax = larger(amax, magnitude(row[c]));
@@ -127,8 +132,9 @@ TS_KERNEL(kMainThreads)
 load_latent(ts_fp8_records r, const uint8_t* pool, SlotChunk slots, float* rows) {
   const int i = block_index();
   const Geometry g = geometry_of(r);
-  const int64_t entry = slots.slot[i] % r.entries_per_page;
-  const uint8_t* page = page_of(r, const_cast<uint8_t*>(pool), slots.slot[i]);
+  const int64_t slot = cuda_module::slot_at(slots, i);
+  const int64_t entry = slot % r.entries_per_page;
+  const uint8_t* page = page_of(r, const_cast<uint8_t*>(pool), slot);
   const uint8_t* record = page + entry * g.record_bytes;
   const uint8_t* scales = page + r.entries_per_page * g.record_bytes + entry * g.scale_bytes;
   float* row = rows + i * r.dim;
@@ -144,8 +150,9 @@ load_latent(ts_fp8_records r, const uint8_t* pool, SlotChunk slots, float* rows)
 TS_KERNEL(kWarp)
 load_indexer(ts_fp8_records r, const uint8_t* pool, SlotChunk slots, float* rows) {
   const int i = block_index();
-  const int64_t entry = slots.slot[i] % r.entries_per_page;
-  const uint8_t* page = page_of(r, const_cast<uint8_t*>(pool), slots.slot[i]);
+  const int64_t slot = cuda_module::slot_at(slots, i);
+  const int64_t entry = slot % r.entries_per_page;
+  const uint8_t* page = page_of(r, const_cast<uint8_t*>(pool), slot);
   const uint8_t* bytes = page + r.entries_per_page * r.dim + entry * 4;
   const float scale = bits_float(static_cast<uint32_t>(bytes[0]) | bytes[1] << 8 | bytes[2] << 16 |
                                  static_cast<uint32_t>(bytes[3]) << 24);
