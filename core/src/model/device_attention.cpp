@@ -64,6 +64,13 @@ void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
     ops.scale(s, b.index_w, T * w.index_weights_proj.out, scale);
     ctx.mark("attention: indexer q, weights");
   }
+  if (cfg.compress_ratio(layer) > 0) {  // the compressors' projections of the step's rows
+    ctx.compressors->project(ctx, layer, *w.compressor, false, x);
+    if (w.index_compressor) {
+      ctx.compressors->project(ctx, layer, *w.index_compressor, true, x);
+    }
+    ctx.mark("attention: compressor projections");
+  }
   if (ctx.window_slots != nullptr) {  // the new tokens' kv into the window cache (padding skipped)
     ctx.kv_format.store_device_slots(
         ctx.kv_format.main_layout(), b.kv, T, ctx.window_slots + layer * T, ctx.pools.main.data(),
@@ -73,7 +80,7 @@ void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
 }
 
 void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
-                             const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
+                             const DeviceAttentionWeights& w, const float* inv_freq,
                              const AttentionBuffers& b, ForwardStats& stats) {
   const ModelConfig& cfg = ctx.config;
   const device::Stream& s = ctx.stream;
@@ -95,9 +102,9 @@ void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
     ctx.mark("attention: kv store");
   }
   if (m > 0) {
-    ctx.compressors->run(ctx, layer, *w.compressor, false, x, inv_freq);
+    ctx.compressors->run(ctx, layer, *w.compressor, false, inv_freq);
     if (w.index_compressor) {
-      ctx.compressors->run(ctx, layer, *w.index_compressor, true, x, inv_freq);
+      ctx.compressors->run(ctx, layer, *w.index_compressor, true, inv_freq);
     }
     ctx.mark("attention: compressors");
   }

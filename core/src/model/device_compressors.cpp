@@ -57,10 +57,10 @@ void DeviceCompressors::plan(const DeviceForwardContext& ctx) {
       }
     }
   }
-  const auto T = static_cast<int64_t>(ctx.positions.size());
-  if (static_cast<size_t>(T) > ones_.size()) {  // the buffer grows (and is refilled) only here
-    ones_.assign(static_cast<size_t>(T), 1.0F);
-    float* ones = ctx.scratch.get<float>("compressor.ones", T);
+  const int64_t R = ctx.rows;  // the projections' rows (a graph bucket's padding included)
+  if (static_cast<size_t>(R) > ones_.size()) {  // the buffer grows (and is refilled) only here
+    ones_.assign(static_cast<size_t>(R), 1.0F);
+    float* ones = ctx.scratch.get<float>("compressor.ones", R);
     upload(ctx, ones, ones_);
     ones_dev_ = ones;
   }
@@ -104,8 +104,7 @@ DeviceCompressors::RatioPlan DeviceCompressors::plan_ratio(const DeviceForwardCo
   }
   const auto count = static_cast<int64_t>(window.size());
   p.keep = static_cast<int64_t>(src.size());
-  for (const auto* part :
-       {&window, &first_position, &first_row, &slot_row, &ape_rows, &src, &dst}) {
+  for (const auto* part : {&window, &first_position, &first_row, &slot_row, &src, &dst}) {
     p.host.insert(p.host.end(), part->begin(), part->end());
   }
   const std::string tag = "compressor.plan." + std::to_string(m);
@@ -113,9 +112,14 @@ DeviceCompressors::RatioPlan DeviceCompressors::plan_ratio(const DeviceForwardCo
   auto* rope = ctx.context_scratch.get<int32_t>(tag + ".rope", count);
   upload(ctx, packed, p.host);
   upload(ctx, rope, p.rope_host);
+  // The ape rows are read by the projections, inside the graphs: in the step's scratch (fixed
+  // addresses), a padding row taking row 0.
+  ape_rows.resize(static_cast<size_t>(ctx.rows), 0);
+  auto* ape = ctx.scratch.get<int64_t>(tag + ".ape_rows", ctx.rows);
+  upload(ctx, ape, ape_rows);
   p.windows = {count, m, 0, packed, packed + count, packed + 2 * count, packed + 3 * count};
-  p.ape_rows = packed + 4 * count;
-  p.keep_src = p.ape_rows + ape_rows.size();
+  p.ape_rows = ape;
+  p.keep_src = packed + 4 * count;
   p.keep_dst = p.keep_src + p.keep;
   p.rope_positions = rope;
   return p;
@@ -128,27 +132,37 @@ const DeviceCompressors::RatioPlan& DeviceCompressors::plan_of(int64_t m) const 
   return *it;
 }
 
+void DeviceCompressors::project(const DeviceForwardContext& ctx, int64_t layer,
+                                const DeviceCompressor& w, bool indexer, const float* x) const {
+  const device::DeviceOps& ops = ctx.ops;
+  const device::Stream& s = ctx.stream;
+  const RatioPlan& p = plan_of(ctx.config.compress_ratio(layer));
+  const int64_t R = ctx.rows, width = w.wkv.out;
+  const std::string tag = indexer ? "compressor.index." : "compressor.main.";
+  float* kv = ctx.scratch.get<float>(tag + "kv", R * width);      // [R, width]
+  float* gate = ctx.scratch.get<float>(tag + "gate", R * width);  // [R, width]
+  linear(ops, s, x, R, w.wkv, kv);
+  linear(ops, s, x, R, w.wgate, gate);
+  // gate[t] += ape[p_t % m]: the combine with one "expert" of weight 1 per row.
+  ops.moe_combine(s, w.ape, p.ape_rows, ones_dev_, R, 1, width, gate);
+}
+
 void DeviceCompressors::run(const DeviceForwardContext& ctx, int64_t layer,
-                            const DeviceCompressor& w, bool indexer, const float* x,
-                            const float* inv_freq) const {
+                            const DeviceCompressor& w, bool indexer, const float* inv_freq) const {
   const ModelConfig& cfg = ctx.config;
   const device::DeviceOps& ops = ctx.ops;
   const device::Stream& s = ctx.stream;
   const int64_t m = cfg.compress_ratio(layer);
   const RatioPlan& p = plan_of(m);
-  const auto T = static_cast<int64_t>(ctx.positions.size());
   const int64_t width = w.wkv.out, d = indexer ? cfg.index_head_dim : cfg.head_dim;
   const CompressorRings::Ring& ring = ctx.pools.rings.ring(layer, indexer);
   TS_CHECK(ring.width == width, "layer {}: compressor ring rows of {} values, projections of {}",
            layer, ring.width, width);
 
+  // The step's projections (project(), in the layer's graph piece): [rows, width].
   const std::string tag = indexer ? "compressor.index." : "compressor.main.";
-  float* kv = ctx.scratch.get<float>(tag + "kv", T * width);      // [T, width]
-  float* gate = ctx.scratch.get<float>(tag + "gate", T * width);  // [T, width]
-  linear(ops, s, x, T, w.wkv, kv);
-  linear(ops, s, x, T, w.wgate, gate);
-  // gate[t] += ape[p_t % m]: the combine with one "expert" of weight 1 per row.
-  ops.moe_combine(s, w.ape, p.ape_rows, ones_dev_, T, 1, width, gate);
+  const float* kv = ctx.scratch.get<float>(tag + "kv", ctx.rows * width);
+  const float* gate = ctx.scratch.get<float>(tag + "gate", ctx.rows * width);
   load_restored(ctx, layer, indexer, ring);
 
   const int64_t count = p.windows.count;

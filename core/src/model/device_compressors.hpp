@@ -28,11 +28,17 @@ class DeviceCompressors {
   // Before the step's compressors (ctx.scratch holds the plans): takes each sequence's ring
   // slot, plans every compression ratio of the model, and copies the plans to the device.
   void plan(const DeviceForwardContext& ctx);
-  // The layer's main compressor (indexer false) or its indexer's over the step's rows x [T, D]
-  // (device memory); inv_freq: the layer's RoPE frequencies on the device. The main compressor
-  // runs first: its entries take the indexer's slots too (SequenceKv::append_compressed).
+  // The layer's main compressor (indexer false) or its indexer's projections of the step's rows
+  // x [rows, D] (device memory), ape added: work sized by the step's rows alone, in the layer's
+  // graph piece (ctx.rows, a bucket's padding rows included).
+  void project(const DeviceForwardContext& ctx, int64_t layer, const DeviceCompressor& w,
+               bool indexer, const float* x) const;
+  // The rest, after project(): the windows the step closes pooled, normalised, rotated (inv_freq:
+  // the layer's RoPE frequencies on the device) and stored by the kv format, the snapshots'
+  // rows, the rings updated (eager: sized by the windows closed). The main compressor runs
+  // first: its entries take the indexer's slots too (SequenceKv::append_compressed).
   void run(const DeviceForwardContext& ctx, int64_t layer, const DeviceCompressor& w, bool indexer,
-           const float* x, const float* inv_freq) const;
+           const float* inv_freq) const;
   // After the last compressor: the snapshots' states to the host (one copy).
   void download(const DeviceForwardContext& ctx);
   // After the step's synchronisation: the snapshots' compressor states handed to their sequences
@@ -66,7 +72,7 @@ class DeviceCompressors {
     std::vector<size_t> owner;       // [windows] the chunk of each closed window
     device::CompressorWindows windows;
     const int32_t* rope_positions = nullptr;  // [windows]
-    const int64_t* ape_rows = nullptr;        // [T]: p % m
+    const int64_t* ape_rows = nullptr;        // [rows]: p % m (0 for padding rows)
     int64_t keep = 0;                         // rows kept in the rings
     const int64_t* keep_src = nullptr;        // [keep] the step's rows
     const int64_t* keep_dst = nullptr;        // [keep] ring rows

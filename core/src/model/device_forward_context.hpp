@@ -79,16 +79,17 @@ struct AttentionBuffers {
 };
 AttentionBuffers attention_buffers(const DeviceForwardContext& ctx, int64_t layer,
                                    const DeviceAttentionWeights& w);
-// The attention block (device_attention.cpp) in its three parts. x: [T, D] normalised block
-// input; out: [T, D]; both device memory. inv_freq: the layer's RoPE frequencies on the device.
-// The inputs: projections, norms, RoPE, the indexer's queries and weights (graphable).
+// The attention block (device_attention.cpp) in its three parts. x: [rows, D] normalised block
+// input; out: [rows, D]; both device memory. inv_freq: the layer's RoPE frequencies on the device.
+// The inputs: projections, norms, RoPE, the indexer's queries and weights, the compressors'
+// projections, and the window kv stored when ctx.window_slots is given (graphable).
 void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
                       const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
                       const AttentionBuffers& b);
-// The window kv stored, the compressors, the attention plugin's plan and run into b.o (eager; the
-// padding rows of b.o are zeroed).
+// The window kv stored (unless attention_inputs did), the compressors' windows, the attention
+// plugin's plan and run into b.o (eager; the padding rows of b.o are zeroed).
 void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
-                             const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
+                             const DeviceAttentionWeights& w, const float* inv_freq,
                              const AttentionBuffers& b, ForwardStats& stats);
 // Inverse RoPE and the grouped output projection into out (graphable).
 void attention_output(const DeviceForwardContext& ctx, const DeviceAttentionWeights& w,

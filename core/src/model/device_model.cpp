@@ -177,7 +177,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       attention_inputs(ctx, l, lw->attn, inv_freq, x, attn);
     });
     pieces.flush();  // the kv format, the compressors and the attention plugin run eagerly
-    attention_cache_and_run(ctx, l, lw->attn, inv_freq, x, attn, st);
+    attention_cache_and_run(ctx, l, lw->attn, inv_freq, attn, st);
     pieces.add(
         [&, lw, inv_freq, attn] { attention_output(ctx, lw->attn, inv_freq, attn, block_out); });
     if (comm_ != nullptr) {  // sum over the wo_b shards
