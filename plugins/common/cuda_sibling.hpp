@@ -23,15 +23,18 @@ namespace tessera::sdk {
 // The build a host asks for: ts_host_api.cuda_build when the table has it, else native.
 inline int32_t cuda_build_of(const ts_host_api* host) {
   if (host == nullptr || host->struct_size < offsetof(ts_host_api, cuda_build) + sizeof(void*) ||
-      host->cuda_build == nullptr)
+      host->cuda_build == nullptr) {
     return TS_CUDA_BUILD_NATIVE;
+  }
   return host->cuda_build(host->ctx);
 }
 
 // The path of the shared object holding `anchor` (an address inside the calling plugin).
 inline std::filesystem::path file_of(const void* anchor) {
   Dl_info info{};
-  if (dladdr(anchor, &info) == 0 || info.dli_fname == nullptr) return {};
+  if (dladdr(anchor, &info) == 0 || info.dli_fname == nullptr) {
+    return {};
+  }
   return std::filesystem::path(info.dli_fname);
 }
 
@@ -51,7 +54,9 @@ inline std::string find_cuda_sibling(const void* anchor, const std::string& base
   for (int32_t build : {TS_CUDA_BUILD_NATIVE, TS_CUDA_BUILD_EMULATED}) {
     const std::filesystem::path path = cuda_sibling_path(anchor, base, build);
     std::error_code ec;
-    if (std::filesystem::exists(path, ec)) return "";
+    if (std::filesystem::exists(path, ec)) {
+      return "";
+    }
     looked += (looked.empty() ? "" : ", ") + path.string();
   }
   return looked;
@@ -67,7 +72,9 @@ class CudaSibling {
 
   const Table* get(const void* anchor, int32_t build, std::string& why) {
     std::lock_guard lock(mutex_);
-    if (table_ == nullptr && why_.empty()) open(anchor, build);
+    if (table_ == nullptr && why_.empty()) {
+      open(anchor, build);
+    }
     why = why_;
     return table_;
   }

@@ -38,9 +38,12 @@ class KvCudaPath {
   ts_status open(int32_t ordinal, const Api** api) {
     std::string why;
     *api = module_->get(anchor_, build_, why);
-    if (*api == nullptr) return fail(TS_ERR_UNSUPPORTED, format_ + " cache on CUDA: " + why);
-    if (const char* e = (*api)->check_device(ordinal); e != nullptr)
+    if (*api == nullptr) {
+      return fail(TS_ERR_UNSUPPORTED, format_ + " cache on CUDA: " + why);
+    }
+    if (const char* e = (*api)->check_device(ordinal); e != nullptr) {
       return fail(TS_ERR_UNSUPPORTED, format_ + " cache: " + e);
+    }
     return ok();
   }
 
@@ -48,19 +51,27 @@ class KvCudaPath {
   template <class Refuse>
   ts_status store(const Records& records, const float* rows, int64_t n, int64_t dim,
                   const int64_t* slots, uint8_t* pool, ts_device device, Refuse refuse) {
-    if (n == 0) return ok();
+    if (n == 0) {
+      return ok();
+    }
     const Api* api = nullptr;
-    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) return s;
+    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) {
+      return s;
+    }
     std::vector<float> host(static_cast<size_t>(n * dim));
     if (const char* e = api->copy_to_host(device.ordinal, device.stream, host.data(), rows,
                                           host.size() * sizeof(float));
-        e != nullptr)
+        e != nullptr) {
       return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
-    if (!all_finite(host.data(), n * dim)) return refuse(host.data());
+    }
+    if (!all_finite(host.data(), n * dim)) {
+      return refuse(host.data());
+    }
     if (const char* e =
             api->store(device.ordinal, device.stream, &records, rows, n, slots, pool, nullptr);
-        e != nullptr)
+        e != nullptr) {
       return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
+    }
     return ok();
   }
 
@@ -68,16 +79,22 @@ class KvCudaPath {
   // and its index min-reduced into *first_bad_row (device memory).
   ts_status store_async(const Records& records, const float* rows, int64_t n, const int64_t* slots,
                         uint8_t* pool, ts_device device, int64_t* first_bad_row) {
-    if (n == 0) return ok();
+    if (n == 0) {
+      return ok();
+    }
     const Api* api = nullptr;
-    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) return s;
-    if (!api->is_device_memory(first_bad_row))
+    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) {
+      return s;
+    }
+    if (!api->is_device_memory(first_bad_row)) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "first_bad_row is host memory; a CUDA device needs device memory");
+    }
     if (const char* e = api->store(device.ordinal, device.stream, &records, rows, n, slots, pool,
                                    first_bad_row);
-        e != nullptr)
+        e != nullptr) {
       return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
+    }
     return ok();
   }
 
@@ -86,49 +103,66 @@ class KvCudaPath {
   ts_status store_device_slots(const Records& records, const float* rows, int64_t n,
                                const int64_t* slots, uint8_t* pool, ts_device device,
                                int64_t* first_bad_row) {
-    if (n == 0) return ok();
+    if (n == 0) {
+      return ok();
+    }
     const Api* api = nullptr;
-    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) return s;
+    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) {
+      return s;
+    }
     if (api->struct_size < offsetof(Api, store_device_slots) + sizeof(void*) ||
-        api->store_device_slots == nullptr)
+        api->store_device_slots == nullptr) {
       return fail(TS_ERR_UNSUPPORTED, format_ +
                                           " cache: its CUDA module is older than the plugin (no "
                                           "store_device_slots): install the two from one build");
-    if (!api->is_device_memory(slots))
+    }
+    if (!api->is_device_memory(slots)) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "slots is host memory; store_device_slots needs them "
                   "in device memory");
-    if (first_bad_row == nullptr || !api->is_device_memory(first_bad_row))
+    }
+    if (first_bad_row == nullptr || !api->is_device_memory(first_bad_row)) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "first_bad_row is null or host memory; a CUDA device needs device memory");
+    }
     if (const char* e = api->store_device_slots(device.ordinal, device.stream, &records, rows, n,
                                                 slots, pool, first_bad_row);
-        e != nullptr)
+        e != nullptr) {
       return fail(TS_ERR_INTERNAL, format_ + " store: " + e);
+    }
     return ok();
   }
 
   // slots -> rows [n, dim] (device), enqueued.
   ts_status load(const Records& records, const uint8_t* pool, const int64_t* slots, int64_t n,
                  float* rows, ts_device device) {
-    if (n == 0) return ok();
+    if (n == 0) {
+      return ok();
+    }
     const Api* api = nullptr;
-    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) return s;
+    if (ts_status s = prepare(device, rows, pool, &api); s.code != TS_OK) {
+      return s;
+    }
     if (const char* e = api->load(device.ordinal, device.stream, &records, pool, slots, n, rows);
-        e != nullptr)
+        e != nullptr) {
       return fail(TS_ERR_INTERNAL, format_ + " load: " + e);
+    }
     return ok();
   }
 
  private:
   ts_status prepare(ts_device device, const void* rows, const void* pool, const Api** api) {
-    if (ts_status s = open(device.ordinal, api); s.code != TS_OK) return s;
-    if (!(*api)->is_device_memory(rows))
+    if (ts_status s = open(device.ordinal, api); s.code != TS_OK) {
+      return s;
+    }
+    if (!(*api)->is_device_memory(rows)) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "rows is host memory; a CUDA device needs device memory");
-    if (!(*api)->is_device_memory(pool))
+    }
+    if (!(*api)->is_device_memory(pool)) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "pool is host memory; a CUDA device needs device memory");
+    }
     return ok();
   }
 

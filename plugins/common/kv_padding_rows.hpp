@@ -15,14 +15,20 @@ template <class Store>
 ts_status store_rows_with_slots(const float* rows, int64_t n, int64_t dim, const int64_t* slots,
                                 Store store) {
   int64_t kept = 0;
-  for (int64_t i = 0; i < n; ++i) kept += slots[i] >= 0 ? 1 : 0;
-  if (kept == n) return store(rows, n, slots);
+  for (int64_t i = 0; i < n; ++i) {
+    kept += slots[i] >= 0 ? 1 : 0;
+  }
+  if (kept == n) {
+    return store(rows, n, slots);
+  }
   std::vector<float> kept_rows;
   std::vector<int64_t> kept_slots;
   kept_rows.reserve(static_cast<size_t>(kept * dim));
   kept_slots.reserve(static_cast<size_t>(kept));
   for (int64_t i = 0; i < n; ++i) {
-    if (slots[i] < 0) continue;
+    if (slots[i] < 0) {
+      continue;
+    }
     kept_rows.insert(kept_rows.end(), rows + i * dim, rows + (i + 1) * dim);
     kept_slots.push_back(slots[i]);
   }

@@ -222,7 +222,9 @@ ts_status check_support(const char*, ts_device device) {
     }
     const std::string looked = tessera::sdk::find_cuda_sibling(
         reinterpret_cast<const void*>(&refuse_non_finite), "tessera_kvcache_bf16");
-    if (looked.empty()) return ok();
+    if (looked.empty()) {
+      return ok();
+    }
     return fail(TS_ERR_UNSUPPORTED,
                 "bf16 cache: its CUDA module is not installed: looked for " + looked);
   });

@@ -43,10 +43,14 @@ Fp8Cache& cache(ts_instance* self) { return tessera::sdk::self<Fp8Cache>(self); 
 ts_status describe(ts_instance*, int32_t stream, int32_t dim, int32_t rope_dim,
                    int32_t entries_per_page, ts_kv_layout* out) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (out == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "describe: out is null");
+    if (out == nullptr) {
+      return fail(TS_ERR_INVALID_ARGUMENT, "describe: out is null");
+    }
     ts_kv_layout layout{};
     const std::string why = fp8::describe_layout(stream, dim, rope_dim, entries_per_page, layout);
-    if (!why.empty()) return fail(TS_ERR_INVALID_ARGUMENT, "describe: " + why);
+    if (!why.empty()) {
+      return fail(TS_ERR_INVALID_ARGUMENT, "describe: " + why);
+    }
     *out = layout;
     return ok();
   });
@@ -56,21 +60,32 @@ ts_status describe(ts_instance*, int32_t stream, int32_t dim, int32_t rope_dim,
 ts_status check_call(const char* what, const ts_kv_layout* layout, const void* rows, int64_t n,
                      const int64_t* slots, const void* pool, ts_device device) {
   const std::string w(what);
-  if (device.type != TS_DEVICE_CPU && device.type != TS_DEVICE_CUDA)
+  if (device.type != TS_DEVICE_CPU && device.type != TS_DEVICE_CUDA) {
     return fail(TS_ERR_UNSUPPORTED, w + ": the fp8 cache plugin runs on CPU and CUDA devices only");
-  if (layout == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, w + ": layout is null");
-  if (const std::string why = fp8::check_layout(*layout); !why.empty())
+  }
+  if (layout == nullptr) {
+    return fail(TS_ERR_INVALID_ARGUMENT, w + ": layout is null");
+  }
+  if (const std::string why = fp8::check_layout(*layout); !why.empty()) {
     return fail(TS_ERR_INVALID_ARGUMENT, w + ": " + why);
-  if (n < 0) return fail(TS_ERR_INVALID_ARGUMENT, w + ": negative row count " + std::to_string(n));
-  if (n == 0) return ok();
-  if (rows == nullptr || slots == nullptr || pool == nullptr)
+  }
+  if (n < 0) {
+    return fail(TS_ERR_INVALID_ARGUMENT, w + ": negative row count " + std::to_string(n));
+  }
+  if (n == 0) {
+    return ok();
+  }
+  if (rows == nullptr || slots == nullptr || pool == nullptr) {
     return fail(TS_ERR_INVALID_ARGUMENT, w + ": rows, slots or pool is null");
+  }
   const auto max_page = static_cast<int64_t>(std::numeric_limits<int64_t>::max() /
                                              static_cast<int64_t>(layout->page_bytes));
-  for (int64_t i = 0; i < n; ++i)
-    if (slots[i] < 0 || slots[i] / layout->entries_per_page >= max_page)
+  for (int64_t i = 0; i < n; ++i) {
+    if (slots[i] < 0 || slots[i] / layout->entries_per_page >= max_page) {
       return fail(TS_ERR_INVALID_ARGUMENT, w + ": slot " + std::to_string(slots[i]) + " at index " +
                                                std::to_string(i) + " is out of range");
+    }
+  }
   return ok();
 }
 
@@ -97,26 +112,33 @@ ts_fp8_records records_of(const ts_kv_layout& l) {
 ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
                 const int64_t* slots, uint8_t* pool, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = check_call("store", layout, rows, n, slots, pool, device); s.code != TS_OK)
+    if (ts_status s = check_call("store", layout, rows, n, slots, pool, device); s.code != TS_OK) {
       return s;
-    if (n == 0) return ok();
-    if (device.type == TS_DEVICE_CUDA)
+    }
+    if (n == 0) {
+      return ok();
+    }
+    if (device.type == TS_DEVICE_CUDA) {
       return cache(self).cuda->store(records_of(*layout), rows, n, layout->dim, slots, pool, device,
                                      [&](const float* host_rows) {
                                        return refuse_non_finite(host_rows, n, layout->dim, slots);
                                      });
+    }
     const int64_t dim = layout->dim;
     // Validate everything before writing anything.
-    if (!rows_finite(rows, n * dim)) return refuse_non_finite(rows, n, dim, slots);
+    if (!rows_finite(rows, n * dim)) {
+      return refuse_non_finite(rows, n, dim, slots);
+    }
     const int64_t per_page = layout->entries_per_page;
     const auto geometry = fp8::latent_geometry(dim, layout->rope_dim);
     for (int64_t i = 0; i < n; ++i) {
       uint8_t* page = pool + (slots[i] / per_page) * static_cast<int64_t>(layout->page_bytes);
       const int64_t entry = slots[i] % per_page;
-      if (layout->stream == TS_KV_MAIN)
+      if (layout->stream == TS_KV_MAIN) {
         fp8::encode_latent(geometry, per_page, rows + i * dim, entry, page);
-      else
+      } else {
         fp8::encode_indexer_key(dim, per_page, rows + i * dim, entry, page);
+      }
     }
     return ok();
   });
@@ -125,21 +147,26 @@ ts_status store(ts_instance* self, const ts_kv_layout* layout, const float* rows
 ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* pool,
                const int64_t* slots, int64_t n, float* rows, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = check_call("load", layout, rows, n, slots, pool, device); s.code != TS_OK)
+    if (ts_status s = check_call("load", layout, rows, n, slots, pool, device); s.code != TS_OK) {
       return s;
-    if (n == 0) return ok();
-    if (device.type == TS_DEVICE_CUDA)
+    }
+    if (n == 0) {
+      return ok();
+    }
+    if (device.type == TS_DEVICE_CUDA) {
       return cache(self).cuda->load(records_of(*layout), pool, slots, n, rows, device);
+    }
     const int64_t dim = layout->dim;
     const int64_t per_page = layout->entries_per_page;
     const auto geometry = fp8::latent_geometry(dim, layout->rope_dim);
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t* page = pool + (slots[i] / per_page) * static_cast<int64_t>(layout->page_bytes);
       const int64_t entry = slots[i] % per_page;
-      if (layout->stream == TS_KV_MAIN)
+      if (layout->stream == TS_KV_MAIN) {
         fp8::decode_latent(geometry, per_page, page, entry, rows + i * dim);
-      else
+      } else {
         fp8::decode_indexer_key(dim, per_page, page, entry, rows + i * dim);
+      }
     }
     return ok();
   });
@@ -149,12 +176,17 @@ ts_status load(ts_instance* self, const ts_kv_layout* layout, const uint8_t* poo
 // at create(), from the host, so either will do here.
 ts_status check_support(const char*, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (device.type == TS_DEVICE_CPU) return ok();
-    if (device.type != TS_DEVICE_CUDA)
+    if (device.type == TS_DEVICE_CPU) {
+      return ok();
+    }
+    if (device.type != TS_DEVICE_CUDA) {
       return fail(TS_ERR_UNSUPPORTED, "fp8 cache: CPU and CUDA devices only");
+    }
     const std::string looked = tessera::sdk::find_cuda_sibling(
         reinterpret_cast<const void*>(&refuse_non_finite), "tessera_kvcache_fp8");
-    if (looked.empty()) return ok();
+    if (looked.empty()) {
+      return ok();
+    }
     return fail(TS_ERR_UNSUPPORTED,
                 "fp8 cache: its CUDA module is not installed: looked for " + looked);
   });
@@ -168,7 +200,9 @@ ts_status create(const ts_host_api* host, const char*, ts_device device, ts_inst
                                    reinterpret_cast<const void*>(&refuse_non_finite))};
     if (device.type == TS_DEVICE_CUDA) {
       const ts_fp8_cuda_api* api = nullptr;
-      if (ts_status s = impl.cuda->open(device.ordinal, &api); s.code != TS_OK) return s;
+      if (ts_status s = impl.cuda->open(device.ordinal, &api); s.code != TS_OK) {
+        return s;
+      }
     }
     return tessera::sdk::create_instance<Fp8Cache>(out, std::move(impl));
   });
@@ -180,11 +214,13 @@ void destroy(ts_instance* instance) { tessera::sdk::destroy_instance<Fp8Cache>(i
 ts_status store_async(ts_instance* self, const ts_kv_layout* layout, const float* rows, int64_t n,
                       const int64_t* slots, uint8_t* pool, ts_device device,
                       int64_t* first_bad_row) {
-  if (device.type != TS_DEVICE_CUDA || first_bad_row == nullptr)
+  if (device.type != TS_DEVICE_CUDA || first_bad_row == nullptr) {
     return store(self, layout, rows, n, slots, pool, device);
+  }
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (ts_status s = check_call("store", layout, rows, n, slots, pool, device); s.code != TS_OK)
+    if (ts_status s = check_call("store", layout, rows, n, slots, pool, device); s.code != TS_OK) {
       return s;
+    }
     return cache(self).cuda->store_async(records_of(*layout), rows, n, slots, pool, device,
                                          first_bad_row);
   });
@@ -196,17 +232,21 @@ ts_status store_device_slots(ts_instance* self, const ts_kv_layout* layout, cons
                              int64_t n, const int64_t* slots, uint8_t* pool, ts_device device,
                              int64_t* first_bad_row) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (layout == nullptr)
+    if (layout == nullptr) {
       return fail(TS_ERR_INVALID_ARGUMENT, "store_device_slots: layout is null");
-    if (const std::string why = fp8::check_layout(*layout); !why.empty())
+    }
+    if (const std::string why = fp8::check_layout(*layout); !why.empty()) {
       return fail(TS_ERR_INVALID_ARGUMENT, "store_device_slots: " + why);
-    if (n < 0 || (n > 0 && (slots == nullptr || rows == nullptr || pool == nullptr)))
+    }
+    if (n < 0 || (n > 0 && (slots == nullptr || rows == nullptr || pool == nullptr))) {
       return fail(TS_ERR_INVALID_ARGUMENT,
                   "store_device_slots: rows, slots or pool is null, or "
                   "a negative row count");
-    if (device.type == TS_DEVICE_CUDA)
+    }
+    if (device.type == TS_DEVICE_CUDA) {
       return cache(self).cuda->store_device_slots(records_of(*layout), rows, n, slots, pool, device,
                                                   first_bad_row);
+    }
     return tessera::sdk::store_rows_with_slots(
         rows, n, layout->dim, slots, [&](const float* r, int64_t count, const int64_t* s) {
           return store(self, layout, r, count, s, pool, device);

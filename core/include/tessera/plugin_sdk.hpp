@@ -50,7 +50,8 @@ class Logger {
   Logger() = default;
   Logger(const ts_host_api* host, const char* plugin_name) : host_(host), name_(plugin_name) {}
   void log(ts_log_level level, std::string_view message) const noexcept {
-    if (host_ == nullptr || host_->log == nullptr) return;
+    if (host_ == nullptr || host_->log == nullptr) { return;
+}
     try {
       const std::string text(message);
       host_->log(host_->ctx, level, name_, text.c_str());
@@ -77,7 +78,8 @@ void parallel_for(const ts_host_api* host, int64_t n, const F& f) {
         const_cast<F*>(&f));
     return;
   }
-  for (int64_t i = 0; i < n; ++i) f(i);
+  for (int64_t i = 0; i < n; ++i) { f(i);
+}
 }
 
 // Instance <-> implementation object. Impl is owned by the ts_instance handle.
@@ -90,7 +92,8 @@ template <class Impl>
 template <class Impl, class... Args>
 [[nodiscard]] ts_status create_instance(ts_instance** out, Args&&... args) noexcept {
   return guarded([&]() -> ts_status {
-    if (out == nullptr) return fail(TS_ERR_INVALID_ARGUMENT, "create: out is null");
+    if (out == nullptr) { return fail(TS_ERR_INVALID_ARGUMENT, "create: out is null");
+}
     auto impl = std::make_unique<Impl>(std::forward<Args>(args)...);
     *out = reinterpret_cast<ts_instance*>(impl.release());
     return ok();
