@@ -201,6 +201,45 @@ TEST_P(CompressorBackendOps, CopyRowsPlacesEachRow) {
   EXPECT_EQ(download<float>(dev(), s, ddst, want.size()), want);
 }
 
+// A graph bucket's padding: a window -1 leaves its entry as it was and the real windows' entries
+// are those of the same op without the padding; a dst row -1 is not written.
+TEST_P(CompressorBackendOps, PaddingWindowsAndRowsAreSkipped) {
+  const Stream s = dev().create_stream();
+  const int64_t m = 4, d = 8, width = 2 * d;
+  const std::vector<float> kv = random_floats(8 * width, 5), gate = random_floats(8 * width, 6);
+  const std::vector<float> ring(4 * width, 0.0f);
+  // Windows 0 and 1 of one sequence whose rows 0..7 are all in the step, padding between them.
+  const std::vector<int64_t> padded_window = {0, -1, 1}, real_window = {0, 1};
+  const std::vector<int64_t> zeros = {0, 0, 0};
+  DeviceBuffer dkv = upload(dev(), s, kv), dgate = upload(dev(), s, gate);
+  DeviceBuffer rkv = upload(dev(), s, ring), rgate = upload(dev(), s, ring);
+  DeviceBuffer dzero = upload(dev(), s, zeros);
+  const auto pool = [&](const std::vector<int64_t>& window) {
+    DeviceBuffer dw = upload(dev(), s, window);
+    const auto n = static_cast<int64_t>(window.size());
+    DeviceBuffer entries = upload(dev(), s, std::vector<float>(static_cast<size_t>(n * d), 7.0f));
+    const CompressorWindows w{
+        n, m, d, dw.as<int64_t>(), dzero.as<int64_t>(), dzero.as<int64_t>(), dzero.as<int64_t>()};
+    dev().ops().compress_windows(s, w, dkv.as<float>(), dgate.as<float>(), rkv.as<float>(),
+                                 rgate.as<float>(), entries.as<float>());
+    return download<float>(dev(), s, entries, static_cast<size_t>(n * d));
+  };
+  const std::vector<float> padded = pool(padded_window), real = pool(real_window);
+  EXPECT_TRUE(std::equal(real.begin(), real.begin() + d, padded.begin()));
+  EXPECT_TRUE(
+      std::all_of(padded.begin() + d, padded.begin() + 2 * d, [](float v) { return v == 7.0f; }));
+  EXPECT_TRUE(std::equal(real.begin() + d, real.end(), padded.begin() + 2 * d));
+
+  const std::vector<int64_t> src_rows = {1, 2}, dst_rows = {-1, 0};
+  std::vector<float> want(2 * width, -1.0f);
+  DeviceBuffer ddst = upload(dev(), s, want);
+  DeviceBuffer dsr = upload(dev(), s, src_rows), ddr = upload(dev(), s, dst_rows);
+  dev().ops().copy_rows(s, dkv.as<float>(), dsr.as<int64_t>(), 2, width, ddst.as<float>(),
+                        ddr.as<int64_t>());
+  std::copy_n(kv.begin() + 2 * width, width, want.begin());
+  EXPECT_EQ(download<float>(dev(), s, ddst, want.size()), want);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompressorBackendOps,
                          ::testing::Range<size_t>(0, backends().size()),
                          [](const ::testing::TestParamInfo<size_t>& info) {

@@ -27,6 +27,7 @@ compress_windows_kernel(const int64_t* window, const int64_t* first_position,
   const bool overlap = m == 4;
   const int64_t width = overlap ? 2 * d : d, windows = overlap ? 2 : 1;
   const int64_t k = window[i], p0 = first_position[i], r0 = first_row[i], ring = ring_row[i];
+  if (k < 0) return;  // a padding window (a graph bucket's): its entry is left as it was
   const int parts = overlap && k > 0 ? 2 : 1;
   // Part 0: window k at channel offset d (overlap) or 0; part 1: window k - 1 at offset 0.
   auto value = [&](const float* step, const float* kept, int part, int64_t t) {
@@ -51,13 +52,14 @@ compress_windows_kernel(const int64_t* window, const int64_t* first_position,
   entries[i * d + j] = static_cast<float>(acc / denom);
 }
 
-// dst[dst_rows[r]] = src[src_rows[r]]; block (column block, row r).
+// dst[dst_rows[r]] = src[src_rows[r]] (a negative dst_rows[r]: a padding row, skipped); block
+// (column block, row r).
 TS_KERNEL(kThreads)
 copy_rows_kernel(const float* src, const int64_t* src_rows, int64_t width, float* dst,
                  const int64_t* dst_rows) {
   const int64_t r = block_index_y();
   const int64_t c = static_cast<int64_t>(block_index()) * kThreads + thread_index();
-  if (c < width) dst[dst_rows[r] * width + c] = src[src_rows[r] * width + c];
+  if (c < width && dst_rows[r] >= 0) dst[dst_rows[r] * width + c] = src[src_rows[r] * width + c];
 }
 
 dim3 rows_by_columns(int64_t rows, int64_t columns) {

@@ -264,6 +264,9 @@ void CpuOps::compress_windows(const Stream&, const CompressorWindows& w, const f
   std::vector<float> rows_gate(rows_kv.size());
   for (int64_t i = 0; i < w.count; ++i) {
     const int64_t k = w.window[i];
+    if (k < 0) {
+      continue;  // a padding window: its entry is left as it was
+    }
     const int64_t first = (overlap && k > 0 ? k - 1 : k) * m;  // rows [first, (k + 1) m)
     for (int64_t p = first; p < (k + 1) * m; ++p) {
       const bool in_step = p >= w.first_position[i];
@@ -285,7 +288,9 @@ void CpuOps::compress_windows(const Stream&, const CompressorWindows& w, const f
 void CpuOps::copy_rows(const Stream&, const float* src, const int64_t* src_rows, int64_t rows,
                        int64_t width, float* dst, const int64_t* dst_rows) const {
   for (int64_t i = 0; i < rows; ++i) {
-    std::copy_n(src + src_rows[i] * width, width, dst + dst_rows[i] * width);
+    if (dst_rows[i] >= 0) {  // a negative one: a padding row
+      std::copy_n(src + src_rows[i] * width, width, dst + dst_rows[i] * width);
+    }
   }
 }
 

@@ -23,7 +23,8 @@ enum class LinearFormat : int32_t { kBf16 = 0, kF32 = 1, kFp8 = 2, kFp4 = 3 };
 // an earlier one is in the sequence's ring, which holds the last `windows` windows from row
 // ring_row[i] on: row ring_row[i] + (p / m % windows) * m + p % m, windows = 2 when m == 4
 // (overlapping: the previous window's first half joins, except for k = 0), else 1. The index
-// arrays [count] are memory of the op's device.
+// arrays [count] are memory of the op's device. A negative window[i] is padding (a graph
+// bucket's fixed count): entry i is left as it was.
 struct CompressorWindows {
   int64_t count = 0;
   int64_t ratio = 0;  // m
@@ -147,7 +148,8 @@ class DeviceOps {
                                 const float* kv, const float* gate, const float* ring_kv,
                                 const float* ring_gate, float* entries) const = 0;
   // dst[dst_rows[i]] = src[src_rows[i]], i < rows, rows `width` wide (the compressors' rings:
-  // each sequence's last window rows kept for the next step); no two dst_rows equal.
+  // each sequence's last window rows kept for the next step); no two dst_rows >= 0 equal, a
+  // negative one is a padding row, skipped.
   virtual void copy_rows(const Stream& stream, const float* src, const int64_t* src_rows,
                          int64_t rows, int64_t width, float* dst,
                          const int64_t* dst_rows) const = 0;

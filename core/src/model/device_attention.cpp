@@ -35,6 +35,23 @@ AttentionBuffers attention_buffers(const DeviceForwardContext& ctx, int64_t laye
   return b;
 }
 
+namespace {
+
+// The layer's compressors after their projections: the windows the step closes.
+void run_compressors(const DeviceForwardContext& ctx, int64_t layer,
+                     const DeviceAttentionWeights& w, const float* inv_freq) {
+  if (ctx.config.compress_ratio(layer) == 0) {
+    return;
+  }
+  ctx.compressors->run(ctx, layer, *w.compressor, false, inv_freq);
+  if (w.index_compressor) {
+    ctx.compressors->run(ctx, layer, *w.index_compressor, true, inv_freq);
+  }
+  ctx.mark("attention: compressors");
+}
+
+}  // namespace
+
 void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
                       const DeviceAttentionWeights& w, const float* inv_freq, const float* x,
                       const AttentionBuffers& b) {
@@ -76,6 +93,7 @@ void attention_inputs(const DeviceForwardContext& ctx, int64_t layer,
         ctx.kv_format.main_layout(), b.kv, T, ctx.window_slots + layer * T, ctx.pools.main.data(),
         device::plugin_device(ctx.device, s), ctx.kv_failures + layer * kKvStores + kWindowKv);
     ctx.mark("attention: kv store");
+    run_compressors(ctx, layer, w, inv_freq);  // after the window kv: the same order as eagerly
   }
 }
 
@@ -101,12 +119,8 @@ void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
                         plugin_device, ctx.kv_failures + layer * kKvStores + kWindowKv);
     ctx.mark("attention: kv store");
   }
-  if (m > 0) {
-    ctx.compressors->run(ctx, layer, *w.compressor, false, inv_freq);
-    if (w.index_compressor) {
-      ctx.compressors->run(ctx, layer, *w.index_compressor, true, inv_freq);
-    }
-    ctx.mark("attention: compressors");
+  if (ctx.window_slots == nullptr) {  // else attention_inputs ran them
+    run_compressors(ctx, layer, w, inv_freq);
   }
 
   const AttentionBatch described(cfg, layer, H, w.attn_sink, ctx.batch, ctx.positions);

@@ -23,8 +23,25 @@ void upload(const DeviceForwardContext& ctx, T* dst, const std::vector<T>& src) 
 
 }  // namespace
 
+bool DeviceCompressors::steady(const ForwardBatch& batch) {
+  for (const SequenceChunk& c : batch.chunks) {
+    const int64_t p0 = c.kv->length(), n = static_cast<int64_t>(c.tokens.size());
+    if (p0 > 0 && !c.kv->ring_primed()) {
+      return false;
+    }
+    for (const int64_t length : c.kv->pending_snapshot_lengths()) {
+      if (length > p0 && length <= p0 + n) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 void DeviceCompressors::plan(const DeviceForwardContext& ctx) {
   const ModelConfig& cfg = ctx.config;
+  fixed_ = ctx.graphed;
+  slots_dev_ = nullptr;
   chunks_.clear();
   snapshots_.clear();
   restores_.clear();
@@ -73,6 +90,34 @@ void DeviceCompressors::plan(const DeviceForwardContext& ctx) {
       plans_.push_back(plan_ratio(ctx, m));
     }
   }
+  if (fixed_) {
+    TS_CHECK(snapshots_.empty() && restores_.empty(),
+             "device compressors: a step with a snapshot or a restore cannot run from graphs");
+    plan_slots(ctx);
+  }
+}
+
+void DeviceCompressors::plan_slots(const DeviceForwardContext& ctx) {
+  const ModelConfig& cfg = ctx.config;
+  const int64_t R = ctx.rows, L = cfg.num_layers;
+  std::vector<int64_t> slots(static_cast<size_t>(L * 2 * R), -1);
+  for (int64_t l = 0; l < L; ++l) {
+    const int64_t m = cfg.compress_ratio(l);
+    if (m == 0) {
+      continue;
+    }
+    const RatioPlan& p = plan_of(m);
+    for (size_t i = 0; i < p.owner.size(); ++i) {  // the main entry first: the indexer's follows it
+      SequenceKv& owner = *chunks_[p.owner[i]].kv;
+      slots[static_cast<size_t>(l * 2 * R) + i] = owner.append_compressed(l);
+      if (m == 4) {
+        slots[static_cast<size_t>((l * 2 + 1) * R) + i] = owner.indexer_slot(l, p.rope_host[i] / m);
+      }
+    }
+  }
+  auto* on_device = ctx.scratch.get<int64_t>("compressor.slots", L * 2 * R);
+  upload(ctx, on_device, slots);
+  slots_dev_ = on_device;
 }
 
 DeviceCompressors::RatioPlan DeviceCompressors::plan_ratio(const DeviceForwardContext& ctx,
@@ -102,14 +147,30 @@ DeviceCompressors::RatioPlan DeviceCompressors::plan_ratio(const DeviceForwardCo
       dst.push_back(CompressorRings::row(ch.slot, q, m));
     }
   }
-  const auto count = static_cast<int64_t>(window.size());
+  auto count = static_cast<int64_t>(window.size());
+  if (fixed_) {  // the graphs' fixed size: ctx.rows windows and kept rows, padding marked -1
+    const auto R = static_cast<size_t>(ctx.rows);
+    TS_CHECK(window.size() <= R && src.size() <= R,
+             "device compressors: {} windows and {} kept rows in a step of {} rows", window.size(),
+             src.size(), R);
+    window.resize(R, -1);
+    first_position.resize(R, 0);
+    first_row.resize(R, 0);
+    slot_row.resize(R, 0);
+    p.rope_host.resize(R, 0);
+    src.resize(R, 0);
+    dst.resize(R, -1);
+    count = ctx.rows;
+  }
   p.keep = static_cast<int64_t>(src.size());
   for (const auto* part : {&window, &first_position, &first_row, &slot_row, &src, &dst}) {
     p.host.insert(p.host.end(), part->begin(), part->end());
   }
   const std::string tag = "compressor.plan." + std::to_string(m);
-  auto* packed = ctx.context_scratch.get<int64_t>(tag, static_cast<int64_t>(p.host.size()));
-  auto* rope = ctx.context_scratch.get<int32_t>(tag + ".rope", count);
+  // Read inside the graphs when fixed_ (the step's scratch keeps their addresses).
+  device::Scratch& where = fixed_ ? ctx.scratch : ctx.context_scratch;
+  auto* packed = where.get<int64_t>(tag, static_cast<int64_t>(p.host.size()));
+  auto* rope = where.get<int32_t>(tag + ".rope", count);
   upload(ctx, packed, p.host);
   upload(ctx, rope, p.rope_host);
   // The ape rows are read by the projections, inside the graphs: in the step's scratch (fixed
@@ -166,13 +227,31 @@ void DeviceCompressors::run(const DeviceForwardContext& ctx, int64_t layer,
   load_restored(ctx, layer, indexer, ring);
 
   const int64_t count = p.windows.count;
+  const ts_kv_layout& layout =
+      indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
+  uint8_t* pool = indexer ? ctx.pools.indexer.data() : ctx.pools.main.data();
+  int64_t* first_bad =
+      ctx.kv_failures + layer * kKvStores + (indexer ? kIndexerKeys : kCompressedKv);
+  // [count, d]; of a fixed size in the step's scratch when the step runs from graphs.
+  float* entries = count == 0 ? nullptr
+                   : fixed_   ? ctx.scratch.get<float>(tag + "entries", count * d)
+                              : ctx.context_scratch.get<float>(tag + "entries", count * d);
   if (count > 0) {
-    float* entries = ctx.context_scratch.get<float>(tag + "entries", count * d);  // [count, d]
     device::CompressorWindows windows = p.windows;
     windows.dim = d;
     ops.compress_windows(s, windows, kv, gate, ring.kv, ring.gate, entries);
     rms_norm(ops, s, entries, count, d, w.norm, static_cast<float>(cfg.rms_norm_eps));
     ops.rope(s, entries, count, 1, d, cfg.rope_dim, p.rope_positions, inv_freq, false);
+  }
+  if (fixed_) {  // the slots taken in plan(), padding -1; the rings: padding rows skipped
+    ctx.kv_format.store_device_slots(layout, entries, count,
+                                     slots_dev_ + (layer * 2 + (indexer ? 1 : 0)) * ctx.rows, pool,
+                                     device::plugin_device(ctx.device, s), first_bad);
+    ops.copy_rows(s, kv, p.keep_src, p.keep, width, ring.kv, p.keep_dst);
+    ops.copy_rows(s, gate, p.keep_src, p.keep, width, ring.gate, p.keep_dst);
+    return;
+  }
+  if (count > 0) {
     std::vector<int64_t> slots(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) {
       SequenceKv& owner = *chunks_[p.owner[static_cast<size_t>(i)]].kv;
@@ -180,12 +259,8 @@ void DeviceCompressors::run(const DeviceForwardContext& ctx, int64_t layer,
       slots[static_cast<size_t>(i)] =
           indexer ? owner.indexer_slot(layer, k) : owner.append_compressed(layer);
     }
-    const ts_kv_layout& layout =
-        indexer ? ctx.kv_format.indexer_layout() : ctx.kv_format.main_layout();
-    ctx.kv_format.store(
-        layout, entries, slots, indexer ? ctx.pools.indexer.data() : ctx.pools.main.data(),
-        device::plugin_device(ctx.device, s),
-        ctx.kv_failures + layer * kKvStores + (indexer ? kIndexerKeys : kCompressedKv));
+    ctx.kv_format.store(layout, entries, slots, pool, device::plugin_device(ctx.device, s),
+                        first_bad);
   }
   record_snapshots(ctx, layer, indexer, ring, kv, gate);
   if (p.keep > 0) {  // after every read of the rings this step

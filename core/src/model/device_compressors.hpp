@@ -25,8 +25,14 @@ struct DeviceForwardContext;
 
 class DeviceCompressors {
  public:
-  // Before the step's compressors (ctx.scratch holds the plans): takes each sequence's ring
-  // slot, plans every compression ratio of the model, and copies the plans to the device.
+  // Whether the step's compressors can run from a graph: no sequence records a snapshot in the
+  // step or resumes from one (those copy to and from the host).
+  static bool steady(const ForwardBatch& batch);
+  // Before the step's compressors: takes each sequence's ring slot, plans every compression
+  // ratio of the model, and copies the plans to the device. A step that runs from graphs
+  // (ctx.graphed, a steady one) gets plans of a fixed size (ctx.rows windows and kept rows,
+  // padding marked -1) in the step's scratch, and its entries' slots taken now for every layer
+  // and uploaded (a kv format with store_device_slots), so that run() does nothing on the host.
   void plan(const DeviceForwardContext& ctx);
   // The layer's main compressor (indexer false) or its indexer's projections of the step's rows
   // x [rows, D] (device memory), ape added: work sized by the step's rows alone, in the layer's
@@ -79,6 +85,9 @@ class DeviceCompressors {
   };
 
   RatioPlan plan_ratio(const DeviceForwardContext& ctx, int64_t m) const;
+  // ctx.graphed: every layer's entry slots of the step, [layers, 2 (main, indexer), rows], -1
+  // for padding, uploaded to the step's scratch.
+  void plan_slots(const DeviceForwardContext& ctx);
   const RatioPlan& plan_of(int64_t m) const;
   // Restored sequences' previous windows into their rings, before the step reads them.
   void load_restored(const DeviceForwardContext& ctx, int64_t layer, bool indexer,
@@ -94,8 +103,10 @@ class DeviceCompressors {
   std::vector<SnapshotAt> snapshots_;
   std::vector<Restore> restores_;
   std::vector<RatioPlan> plans_;
-  std::vector<float> ones_;          // the ape add's weights, as many as the largest step's rows
-  const float* ones_dev_ = nullptr;  // their device copy, uploaded when it grows
+  bool fixed_ = false;                  // this step's plans are of the graphs' fixed size
+  const int64_t* slots_dev_ = nullptr;  // fixed_: [layers, 2, rows] entry slots
+  std::vector<float> ones_;             // the ape add's weights, as many as the largest step's rows
+  const float* ones_dev_ = nullptr;     // their device copy, uploaded when it grows
   // The snapshots' previous windows (m = 4): [snapshot][layer][main, indexer] offsets (-1: none)
   // into the staging buffer on the device, and its host copy (page-locked, grown when a step
   // needs more).

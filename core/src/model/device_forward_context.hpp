@@ -47,6 +47,9 @@ struct DeviceForwardContext {
   // padding (token id 0 at position 0). The eager work (kv stores, compressors, attention
   // plugin, head) takes the T rows of `positions`.
   int64_t rows;
+  // The step runs from graphs and its compressors with it (a kv format with store_device_slots):
+  // everything in the pieces has a fixed size (rows) and reads the step from device memory.
+  bool graphed;
   // [layers, rows] the window kv's slots in the device's memory (-1 for padding rows) when the kv
   // format stores from them (ABI 1.6): attention_inputs stores the window kv (in a graph piece).
   // Null: attention_cache_and_run stores it from host slots.

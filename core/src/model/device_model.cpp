@@ -116,10 +116,14 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   ForwardStats local;
   ForwardStats& st = stats ? *stats : local;
   // A decode step (one token per sequence) runs its graphable work from graphs, on its bucket's
-  // B >= T rows: the rows past T are padding, token id 0 at position 0.
+  // B >= T rows: the rows past T are padding, token id 0 at position 0. With a kv format that
+  // stores from device slots the compressors run in the graphs too, unless a sequence records
+  // or resumes from a snapshot in the step (then it runs eagerly).
   const bool decode = std::ranges::all_of(
       batch.chunks, [](const SequenceChunk& c) { return c.tokens.size() == 1 && !c.all_logits; });
-  const int64_t B = graphs_.begin_step(T, decode && st.timeline == nullptr && !st.capture_streams);
+  const bool device_slots = kv_format_.stores_from_device_slots();
+  const int64_t B = graphs_.begin_step(T, decode && st.timeline == nullptr && !st.capture_streams &&
+                                              (!device_slots || DeviceCompressors::steady(batch)));
   ids.resize(static_cast<size_t>(B), 0);
   positions32.resize(static_cast<size_t>(B), 0);
   auto* ids_dev = scratch_.get<int32_t>("step.ids", B);
@@ -139,11 +143,27 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   int64_t* kv_failures = routing_failures + L;
   device_.fill(kv_failures, 0x7F, L * kKvStores * sizeof(int64_t), stream_);
   const int64_t* window_slots = window_slots_of_step(batch, positions, B);
-  const DeviceForwardContext ctx{config_,       device_,          stream_,     ops,
-                                 scratch_,      context_scratch_, staging_,    kv_format_,
-                                 pools_,        attention_,       batch,       positions,
-                                 positions_dev, ids_dev,          B,           window_slots,
-                                 st.timeline,   routing_failures, kv_failures, &compressors_};
+  const DeviceForwardContext ctx{config_,
+                                 device_,
+                                 stream_,
+                                 ops,
+                                 scratch_,
+                                 context_scratch_,
+                                 staging_,
+                                 kv_format_,
+                                 pools_,
+                                 attention_,
+                                 batch,
+                                 positions,
+                                 positions_dev,
+                                 ids_dev,
+                                 B,
+                                 graphs_.step_graphed() && device_slots,
+                                 window_slots,
+                                 st.timeline,
+                                 routing_failures,
+                                 kv_failures,
+                                 &compressors_};
   if (st.timeline != nullptr) {
     st.timeline->begin();
   }

@@ -65,6 +65,8 @@ class PiecewiseGraphs {
   void end_step();
 
   [[nodiscard]] const Stats& stats() const { return stats_; }
+  // Whether the step begun last runs from graphs (warm-up, capture or replay) on its bucket.
+  [[nodiscard]] bool step_graphed() const { return graphable_; }
   // Buckets whose graphs are kept.
   [[nodiscard]] size_t sizes_kept() const { return sets_.size(); }
 
