@@ -356,12 +356,14 @@ void SequenceKv::record_compressor(int64_t layer, bool indexer, int64_t length_a
   }
 }
 
-std::vector<int64_t> SequenceKv::pending_snapshot_lengths() const {
-  std::vector<int64_t> lengths;
+int64_t SequenceKv::next_pending_snapshot(int64_t after) const {
+  int64_t next = 0;
   for (const PendingSnapshot& p : pending_) {
-    lengths.push_back(p.length);
+    if (p.length > after && (next == 0 || p.length < next)) {
+      next = p.length;
+    }
   }
-  return lengths;
+  return next;
 }
 
 dsv4::CompressorSnapshot& SequenceKv::snapshot_compressor(int64_t layer, bool indexer,

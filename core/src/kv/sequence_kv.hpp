@@ -99,10 +99,10 @@ class SequenceKv {
     }
   }
   std::vector<PrefixSnapshot> take_snapshots();
-  // The device forward's side of the same: the lengths of the snapshots requested and not built
-  // yet (increasing), and the compressor state of the one at `length` for the caller to fill
-  // before advance() (marked recorded).
-  std::vector<int64_t> pending_snapshot_lengths() const;
+  // The device forward's side of the same: the smallest length of a snapshot requested and not
+  // built yet that is greater than `after` (0 when there is none), and the compressor state of
+  // the one at `length` for the caller to fill before advance() (marked recorded).
+  int64_t next_pending_snapshot(int64_t after) const;
   dsv4::CompressorSnapshot& snapshot_compressor(int64_t layer, bool indexer, int64_t length);
 
   // The device forward's compressor ring slot (kv/compressor_rings.hpp): taken at the first call,

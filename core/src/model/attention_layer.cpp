@@ -113,11 +113,7 @@ void attention_forward(const AttentionContext& ctx, int64_t layer, const Attenti
   // below right after their rotation (a kv format's store may run on several threads at once, on
   // other slots: plugin_abi.h), instead of ~15 us of a 64-sequence layer on this thread alone.
   std::vector<int64_t> slots(static_cast<size_t>(T));
-  for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks) {
-    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
-      slots[row] = chunk.kv->write_window_slot(layer, positions[row]);
-    }
-  }
+  take_window_slots(batch, positions, layer, slots.data());
   const ts_kv_layout& main_layout = ctx.kv_format.main_layout();
   std::atomic<bool> refused{false};
   // Per token (each alone, so on any thread with the same bits): ~28 us of a 64-sequence step's

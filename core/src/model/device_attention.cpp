@@ -108,18 +108,13 @@ void attention_cache_and_run(const DeviceForwardContext& ctx, int64_t layer,
 
   // The new tokens' kv into the window cache before attention (each query sees itself), unless
   // attention_inputs stored it from the step's slots on the device.
+  // The compressors after it, as attention_inputs runs both when it stores.
   if (ctx.window_slots == nullptr) {
     std::vector<int64_t> slots(static_cast<size_t>(T));
-    for (int64_t row = 0; const SequenceChunk& chunk : ctx.batch.chunks) {
-      for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
-        slots[row] = chunk.kv->write_window_slot(layer, ctx.positions[row]);
-      }
-    }
+    take_window_slots(ctx.batch, ctx.positions, layer, slots.data());
     ctx.kv_format.store(ctx.kv_format.main_layout(), b.kv, slots, ctx.pools.main.data(),
                         plugin_device, ctx.kv_failures + layer * kKvStores + kWindowKv);
     ctx.mark("attention: kv store");
-  }
-  if (ctx.window_slots == nullptr) {  // else attention_inputs ran them
     run_compressors(ctx, layer, w, inv_freq);
   }
 

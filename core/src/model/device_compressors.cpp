@@ -21,21 +21,24 @@ void upload(const DeviceForwardContext& ctx, T* dst, const std::vector<T>& src) 
   ctx.staging.upload(dst, std::span<const T>(src), ctx.stream);
 }
 
+// Whether the chunk resumes a sequence whose rings do not hold its last windows (a prefix hit:
+// the state comes from the snapshot, on the host).
+bool resumes_unprimed(const SequenceChunk& c) {
+  return c.kv->length() > 0 && !c.kv->ring_primed();
+}
+
+// The first snapshot length the chunk's tokens reach (in (p0, p0 + n]) after `after`, or 0.
+int64_t snapshot_in_chunk(const SequenceChunk& c, int64_t after) {
+  const int64_t next = c.kv->next_pending_snapshot(after);
+  return next <= c.kv->length() + static_cast<int64_t>(c.tokens.size()) ? next : 0;
+}
+
 }  // namespace
 
 bool DeviceCompressors::steady(const ForwardBatch& batch) {
-  for (const SequenceChunk& c : batch.chunks) {
-    const int64_t p0 = c.kv->length(), n = static_cast<int64_t>(c.tokens.size());
-    if (p0 > 0 && !c.kv->ring_primed()) {
-      return false;
-    }
-    for (const int64_t length : c.kv->pending_snapshot_lengths()) {
-      if (length > p0 && length <= p0 + n) {
-        return false;
-      }
-    }
-  }
-  return true;
+  return std::none_of(batch.chunks.begin(), batch.chunks.end(), [](const SequenceChunk& c) {
+    return resumes_unprimed(c) || snapshot_in_chunk(c, c.kv->length()) > 0;
+  });
 }
 
 void DeviceCompressors::plan(const DeviceForwardContext& ctx) {
@@ -51,12 +54,11 @@ void DeviceCompressors::plan(const DeviceForwardContext& ctx) {
     const int64_t p0 = c.kv->length();
     chunks_.push_back({c.kv, p0, row, n, c.kv->ring_slot()});
     row += n;
-    for (const int64_t length : c.kv->pending_snapshot_lengths()) {
-      if (length > p0 && length <= p0 + n) {
-        snapshots_.push_back({chunks_.size() - 1, length});
-      }
+    for (int64_t length = snapshot_in_chunk(c, p0); length > 0;
+         length = snapshot_in_chunk(c, length)) {
+      snapshots_.push_back({chunks_.size() - 1, length});
     }
-    if (p0 == 0 || c.kv->ring_primed()) {
+    if (!resumes_unprimed(c)) {
       continue;
     }
     Restore& r = restores_.emplace_back();

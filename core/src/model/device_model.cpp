@@ -261,11 +261,7 @@ const int64_t* DeviceModel::window_slots_of_step(const ForwardBatch& batch,
   const int64_t L = config_.num_layers;
   std::vector<int64_t> slots(static_cast<size_t>(L * rows), -1);  // -1: a padding row
   for (int64_t l = 0; l < L; ++l) {
-    for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks) {
-      for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
-        slots[static_cast<size_t>(l * rows + row)] = chunk.kv->write_window_slot(l, positions[row]);
-      }
-    }
+    take_window_slots(batch, positions, l, slots.data() + l * rows);
   }
   auto* on_device = scratch_.get<int64_t>("step.window_slots", L * rows);
   staging_.upload(on_device, std::span<const int64_t>(slots), stream_);

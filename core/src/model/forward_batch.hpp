@@ -39,6 +39,17 @@ struct ForwardBatch {
   }
 };
 
+// Takes the window-cache slot of every row of the step at `layer` (token order, the row's
+// position in `positions`) into out[0, T): the pages the new tokens' kv go to.
+inline void take_window_slots(const ForwardBatch& batch, std::span<const int64_t> positions,
+                              int64_t layer, int64_t* out) {
+  for (int64_t row = 0; const SequenceChunk& chunk : batch.chunks) {
+    for (size_t i = 0; i < chunk.tokens.size(); ++i, ++row) {
+      out[row] = chunk.kv->write_window_slot(layer, positions[static_cast<size_t>(row)]);
+    }
+  }
+}
+
 // The batch rows (token order) that get logits: the last of each chunk, or all of a chunk's when
 // it asks for all; chunk_rows receives each chunk's first logits row.
 inline std::vector<int64_t> logit_rows(const ForwardBatch& batch,
