@@ -17,20 +17,20 @@
 #include <vector>
 
 #include "attention_enqueue.hpp"
+#include "device_probe.hpp"
 #include "kernels/launch.hpp"
 #include "mma_descriptor.hpp"
 #include "tessera/plugin_sdk.hpp"
 #include "work_plan.hpp"
-
-#ifndef TESSERA_MMA_CUDA_ARCHS
-#define TESSERA_MMA_CUDA_ARCHS "90a"  // the emulator plays a compute capability 9.0 device
-#endif
 
 namespace {
 
 using tessera::sdk::fail;
 using tessera::sdk::ok;
 namespace mma = tessera::mma;
+using mma::check_device_pointer;
+using mma::cuda_error;
+using mma::probe_device;
 
 // What a work plan depends on besides the device limits: the layer's shapes and every
 // sequence's extent (not its slots, which only fill_offsets reads).
@@ -58,81 +58,35 @@ struct MmaAttention {
   std::deque<std::pair<std::vector<int64_t>, mma::WorkPlan>> plans;
 };
 
-constexpr size_t kCachedPlans = 4;  // ratios 0, 4 and 128, and one spare
+constexpr size_t kCachedPlans = 8;  // ratios 0, 4 and 128, eager and shaped, and spares
 
-// The work plan of (layer, batch), built once per key. Precondition: check_layer and
-// check_batch returned "".
-mma::WorkPlan& plan_for(MmaAttention& impl, const ts_attention_layer& layer,
-                        const ts_attention_batch& batch) {
+// The work plan of (layer, batch), built once per key; laid out in the shape's frame when one is
+// given (a shaped run). Precondition: check_layer and check_batch returned "" (and check_shape).
+// Null with *why set when the batch does not fit the shape.
+mma::WorkPlan* plan_for(MmaAttention& impl, const ts_attention_layer& layer,
+                        const ts_attention_batch& batch, const ts_attention_shape* shape = nullptr,
+                        std::string* why = nullptr) {
   std::vector<int64_t> key = plan_key(layer, batch);
-  for (auto& [cached, plan] : impl.plans)
-    if (cached == key) return plan;
-  if (impl.plans.size() == kCachedPlans) impl.plans.pop_front();
-  impl.plans.emplace_back(std::move(key), mma::build_work_plan(layer, batch, impl.limits));
-  return impl.plans.back().second;
-}
-
-std::string cuda_error(const std::string& what, cudaError_t e) {
-  return what + ": " + cudaGetErrorString(e);
-}
-
-// Does this build hold code for compute capability major.minor? "90a" entries are exact (no
-// forward compatibility); a plain "120" runs on 12.x and, through its PTX, on later majors.
-bool built_for(int major, int minor) {
-  const std::string archs = TESSERA_MMA_CUDA_ARCHS;
-  size_t at = 0;
-  while (at <= archs.size()) {
-    const size_t end = std::min(archs.find_first_of(";, ", at), archs.size());
-    std::string arch = archs.substr(at, end - at);
-    at = end + 1;
-    if (arch.empty()) continue;
-    const bool specific = arch.back() == 'a' || arch.back() == 'f';
-    if (specific) arch.pop_back();
-    const int value = std::stoi(arch);
-    const int want = major * 10 + minor;
-    if (specific ? value == want
-                 : (major == value / 10 && minor >= value % 10) || major > value / 10)
-      return true;
+  if (shape != nullptr) {
+    key.insert(key.end(), {-1, shape->n_tokens, shape->n_slots, shape->n_visible});
   }
-  return false;
-}
-
-// Reads the limits of device `ordinal` without creating a context. "" or why it cannot be used.
-std::string probe_device(int32_t ordinal, mma::DeviceLimits& limits) {
-  int count = 0;  // left unwritten when there is no driver (TOOLCHAIN.md §3)
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return cuda_error("no CUDA device: cudaGetDeviceCount failed", e);
-  if (count == 0) return "no CUDA device: cudaGetDeviceCount found none";
-  if (ordinal < 0 || ordinal >= count)
-    return "CUDA device " + std::to_string(ordinal) + " does not exist (" + std::to_string(count) +
-           " found)";
-  int major = 0, minor = 0, sms = 0, smem_block = 0, smem_sm = 0;
-  const cudaDeviceAttr attrs[] = {cudaDevAttrComputeCapabilityMajor,
-                                  cudaDevAttrComputeCapabilityMinor, cudaDevAttrMultiProcessorCount,
-                                  cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                  cudaDevAttrMaxSharedMemoryPerMultiprocessor};
-  int* values[] = {&major, &minor, &sms, &smem_block, &smem_sm};
-  for (int i = 0; i < 5; ++i)
-    if (const cudaError_t a = cudaDeviceGetAttribute(values[i], attrs[i], ordinal);
-        a != cudaSuccess)
-      return cuda_error("cudaDeviceGetAttribute", a);
-  if (!built_for(major, minor))
-    return "mma attention was built for sm " TESSERA_MMA_CUDA_ARCHS "; CUDA device " +
-           std::to_string(ordinal) + " has compute capability " + std::to_string(major) + "." +
-           std::to_string(minor);
-  limits.sm_count = sms;
-  limits.smem_per_block = smem_block;
-  limits.smem_per_sm = smem_sm;
-  return "";
-}
-
-std::string check_device_pointer(const void* p, const char* name) {
-  cudaPointerAttributes attributes{};
-  const cudaError_t e = cudaPointerGetAttributes(&attributes, p);
-  if (e != cudaSuccess) return cuda_error(std::string("cudaPointerGetAttributes(") + name + ")", e);
-  if (attributes.type == cudaMemoryTypeUnregistered)
-    return std::string(name) + " is host memory; the mma backend needs device memory";
-  return "";
+  for (auto& [cached, plan] : impl.plans) {
+    if (cached == key) {
+      return &plan;
+    }
+  }
+  mma::WorkPlan plan = mma::build_work_plan(layer, batch, impl.limits);
+  if (shape != nullptr) {
+    *why = mma::fit_to_shape(plan, mma::shaped_frame(layer, *shape, impl.limits), *shape);
+    if (!why->empty()) {
+      return nullptr;
+    }
+  }
+  if (impl.plans.size() == kCachedPlans) {
+    impl.plans.pop_front();
+  }
+  impl.plans.emplace_back(std::move(key), std::move(plan));
+  return &impl.plans.back().second;
 }
 
 // The kv-cache formats into the plan: "bf16" and "fp8" records (kv_layouts.hpp;
@@ -140,10 +94,12 @@ std::string check_device_pointer(const void* p, const char* name) {
 std::string read_layouts(const ts_attention_layer& layer, const ts_attention_inputs& in,
                          mma::WorkPlan& plan) {
   if (std::string why = mma::read_layout(in.kv.main_layout, layer.head_dim, "main", plan.kv_format);
-      !why.empty())
+      !why.empty()) {
     return why;
-  if (layer.compress_ratio == 4)
+  }
+  if (layer.compress_ratio == 4) {
     return mma::read_layout(in.kv.indexer_layout, layer.index_head_dim, "indexer", plan.key_format);
+  }
   return "";
 }
 
@@ -163,39 +119,52 @@ std::string check_pointers(const ts_attention_layer& layer, const ts_attention_i
                               {in.index_w, "index_w", csa},
                               {in.index_pool, "index_pool", csa}};
   for (const Pointer& ptr : pointers) {
-    if (!ptr.needed) continue;
-    if (ptr.p == nullptr) return std::string(ptr.name) + " is null";
-    if (reinterpret_cast<uintptr_t>(ptr.p) % 16 != 0)
+    if (!ptr.needed) {
+      continue;
+    }
+    if (ptr.p == nullptr) {
+      return std::string(ptr.name) + " is null";
+    }
+    if (reinterpret_cast<uintptr_t>(ptr.p) % 16 != 0) {
       return std::string(ptr.name) + " must be 16-byte aligned";
-    if (std::string why = check_device_pointer(ptr.p, ptr.name); !why.empty()) return why;
+    }
+    if (std::string why = check_device_pointer(ptr.p, ptr.name); !why.empty()) {
+      return why;
+    }
   }
   return "";
 }
 
 ts_status check_support(const char*, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (device.type != TS_DEVICE_CUDA)
+    if (device.type != TS_DEVICE_CUDA) {
       return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
+    }
     mma::DeviceLimits limits;
-    if (std::string why = probe_device(device.ordinal, limits); !why.empty())
+    if (std::string why = probe_device(device.ordinal, limits); !why.empty()) {
       return fail(TS_ERR_UNSUPPORTED, why);
+    }
     return ok();
   });
 }
 
 ts_status create(const ts_host_api* host, const char*, ts_device device, ts_instance** out) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (device.type != TS_DEVICE_CUDA)
+    if (device.type != TS_DEVICE_CUDA) {
       return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
+    }
     MmaAttention impl;
     impl.log = tessera::sdk::Logger(host, "mma");
     impl.ordinal = device.ordinal;
-    if (std::string why = probe_device(device.ordinal, impl.limits); !why.empty())
+    if (std::string why = probe_device(device.ordinal, impl.limits); !why.empty()) {
       return fail(TS_ERR_UNSUPPORTED, why);
-    if (const cudaError_t e = cudaSetDevice(device.ordinal); e != cudaSuccess)
+    }
+    if (const cudaError_t e = cudaSetDevice(device.ordinal); e != cudaSuccess) {
       return fail(TS_ERR_UNSUPPORTED, cuda_error("cudaSetDevice", e));
-    if (const cudaError_t e = mma::kernel_image_status(); e != cudaSuccess)
+    }
+    if (const cudaError_t e = mma::kernel_image_status(); e != cudaSuccess) {
       return fail(TS_ERR_UNSUPPORTED, cuda_error("mma kernels cannot run on this device", e));
+    }
     impl.log.info("CUDA device " + std::to_string(device.ordinal) + ": " +
                   std::to_string(impl.limits.sm_count) + " multiprocessors, " +
                   std::to_string(impl.limits.smem_per_block / 1024) +
@@ -210,14 +179,17 @@ void destroy(ts_instance* instance) { tessera::sdk::destroy_instance<MmaAttentio
 ts_status checked_plan(ts_instance* self, const ts_attention_layer* layer,
                        const ts_attention_batch* batch, const void* out,
                        const mma::WorkPlan** plan) {
-  if (layer == nullptr || batch == nullptr || out == nullptr)
+  if (layer == nullptr || batch == nullptr || out == nullptr) {
     return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch or output");
+  }
   MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
-  if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
+  if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty()) {
     return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
-  if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
+  }
+  if (std::string why = mma::check_batch(*layer, *batch); !why.empty()) {
     return fail(TS_ERR_INVALID_ARGUMENT, why);
-  *plan = &plan_for(impl, *layer, *batch);
+  }
+  *plan = plan_for(impl, *layer, *batch);
   return ok();
 }
 
@@ -225,8 +197,9 @@ ts_status plan(ts_instance* self, const ts_attention_layer* layer, const ts_atte
                size_t* workspace_bytes) {
   return tessera::sdk::guarded([&]() -> ts_status {
     const mma::WorkPlan* p = nullptr;
-    if (ts_status s = checked_plan(self, layer, batch, workspace_bytes, &p); s.code != TS_OK)
+    if (ts_status s = checked_plan(self, layer, batch, workspace_bytes, &p); s.code != TS_OK) {
       return s;
+    }
     *workspace_bytes = p->workspace.total;
     return ok();
   });
@@ -237,11 +210,80 @@ ts_status plan_host(ts_instance* self, const ts_attention_layer* layer,
                     const ts_attention_batch* batch, ts_device, size_t* host_workspace_bytes) {
   return tessera::sdk::guarded([&]() -> ts_status {
     const mma::WorkPlan* p = nullptr;
-    if (ts_status s = checked_plan(self, layer, batch, host_workspace_bytes, &p); s.code != TS_OK)
+    if (ts_status s = checked_plan(self, layer, batch, host_workspace_bytes, &p); s.code != TS_OK) {
       return s;
+    }
     *host_workspace_bytes = p->workspace.metadata_bytes;
     return ok();
   });
+}
+
+// The checks every call on a layer shares: the device is this instance's, the layer supported.
+ts_status check_call(const MmaAttention& impl, const ts_attention_layer& layer, ts_device device) {
+  if (device.type != TS_DEVICE_CUDA) {
+    return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
+  }
+  if (device.ordinal != impl.ordinal) {
+    return fail(TS_ERR_INVALID_ARGUMENT, "instance was created for CUDA device " +
+                                             std::to_string(impl.ordinal) + ", run() got " +
+                                             std::to_string(device.ordinal));
+  }
+  if (std::string why = mma::check_layer(layer, impl.limits); !why.empty()) {
+    return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
+  }
+  return ok();
+}
+
+// The caller's workspace holds `need` bytes of 256-byte aligned device memory.
+ts_status check_workspace(const void* workspace, size_t bytes, size_t need) {
+  if (bytes < need) {
+    return fail(TS_ERR_INVALID_ARGUMENT, "workspace of " + std::to_string(bytes) +
+                                             " bytes; the plan asked for " + std::to_string(need));
+  }
+  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0) {
+    return fail(TS_ERR_INVALID_ARGUMENT, "workspace must be 256-byte aligned device memory");
+  }
+  if (std::string why = check_device_pointer(workspace, "workspace"); !why.empty()) {
+    return fail(TS_ERR_INVALID_ARGUMENT, why);
+  }
+  return ok();
+}
+
+// The host's page-locked workspace (ABI 1.4) when it gave one of at least `need` bytes; null
+// when it gave none; *status set when it gave too little.
+uint8_t* host_workspace(const ts_attention_inputs& in, size_t need, ts_status* status) {
+  if (in.struct_size < offsetof(ts_attention_inputs, host_workspace_bytes) + sizeof(size_t) ||
+      in.host_workspace == nullptr) {
+    return nullptr;
+  }
+  if (in.host_workspace_bytes < need) {
+    *status = fail(TS_ERR_INVALID_ARGUMENT,
+                   "host workspace of " + std::to_string(in.host_workspace_bytes) +
+                       " bytes; the plan asked for " + std::to_string(need));
+    return nullptr;
+  }
+  return static_cast<uint8_t*>(in.host_workspace);
+}
+
+// The work description's copy from `image` and the kernels, on device.stream.
+ts_status launch(const MmaAttention& impl, const mma::WorkPlan& plan,
+                 const ts_attention_layer& layer, const ts_attention_inputs& in,
+                 const ts_attention_outputs& out, void* workspace, ts_device device,
+                 const uint8_t* image) {
+  if (const cudaError_t e = cudaSetDevice(impl.ordinal); e != cudaSuccess) {
+    return fail(TS_ERR_INTERNAL, cuda_error("cudaSetDevice", e));
+  }
+  auto* stream = static_cast<cudaStream_t>(device.stream);
+  auto* base = static_cast<uint8_t*>(workspace);
+  if (const cudaError_t e = cudaMemcpyAsync(base, image, plan.workspace.metadata_bytes,
+                                            cudaMemcpyHostToDevice, stream);
+      e != cudaSuccess) {
+    return fail(TS_ERR_INTERNAL, cuda_error("copying the work description", e));
+  }
+  if (std::string why = mma::enqueue_attention(plan, layer, in, out, base, stream); !why.empty()) {
+    return fail(TS_ERR_INTERNAL, why);
+  }
+  return ok();
 }
 
 ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_attention_batch* batch,
@@ -249,68 +291,150 @@ ts_status run(ts_instance* self, const ts_attention_layer* layer, const ts_atten
               size_t workspace_bytes, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
     MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
-    if (layer == nullptr || batch == nullptr || in == nullptr || out == nullptr)
+    if (layer == nullptr || batch == nullptr || in == nullptr || out == nullptr) {
       return fail(TS_ERR_INVALID_ARGUMENT, "null layer, batch, inputs or outputs");
-    if (device.type != TS_DEVICE_CUDA)
-      return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
-    if (device.ordinal != impl.ordinal)
-      return fail(TS_ERR_INVALID_ARGUMENT, "instance was created for CUDA device " +
-                                               std::to_string(impl.ordinal) + ", run() got " +
-                                               std::to_string(device.ordinal));
-    if (std::string why = mma::check_layer(*layer, impl.limits); !why.empty())
-      return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
-    if (std::string why = mma::check_batch(*layer, *batch); !why.empty())
+    }
+    if (ts_status s = check_call(impl, *layer, device); s.code != TS_OK) {
+      return s;
+    }
+    if (std::string why = mma::check_batch(*layer, *batch); !why.empty()) {
       return fail(TS_ERR_INVALID_ARGUMENT, why);
-    mma::WorkPlan& plan = plan_for(impl, *layer, *batch);
-    if (std::string why = read_layouts(*layer, *in, plan); !why.empty())
+    }
+    mma::WorkPlan& plan = *plan_for(impl, *layer, *batch);
+    if (std::string why = read_layouts(*layer, *in, plan); !why.empty()) {
       return fail(TS_ERR_UNSUPPORTED, why);
-    if (std::string why = check_pointers(*layer, *in, *out); !why.empty())
+    }
+    if (std::string why = check_pointers(*layer, *in, *out); !why.empty()) {
       return fail(TS_ERR_INVALID_ARGUMENT, why);
+    }
     const bool csa = layer->compress_ratio == 4;
     if (std::string why = mma::fill_offsets(plan, *layer, *batch, *in->kv.main_layout,
                                             csa ? in->kv.indexer_layout : nullptr);
-        !why.empty())
+        !why.empty()) {
       return fail(TS_ERR_INVALID_ARGUMENT, why);
+    }
     const mma::WorkspaceLayout& w = plan.workspace;
-    if (workspace_bytes < w.total)
-      return fail(TS_ERR_INVALID_ARGUMENT, "workspace of " + std::to_string(workspace_bytes) +
-                                               " bytes; plan() asked for " +
-                                               std::to_string(w.total));
     out->entries_scored = 0;
-    if (plan.tasks.empty()) return ok();
-    if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
-      return fail(TS_ERR_INVALID_ARGUMENT, "workspace must be 256-byte aligned device memory");
-    if (std::string why = check_device_pointer(workspace, "workspace"); !why.empty())
-      return fail(TS_ERR_INVALID_ARGUMENT, why);
-
-    if (const cudaError_t e = cudaSetDevice(impl.ordinal); e != cudaSuccess)
-      return fail(TS_ERR_INTERNAL, cuda_error("cudaSetDevice", e));
-    auto* stream = static_cast<cudaStream_t>(device.stream);
-    auto* base = static_cast<uint8_t*>(workspace);
+    if (plan.tasks.empty() && workspace_bytes >= w.total) {
+      return ok();
+    }
+    if (ts_status s = check_workspace(workspace, workspace_bytes, w.total); s.code != TS_OK) {
+      return s;
+    }
     // The work description: into the host's page-locked workspace when it gave one (the copy
     // reads it as the stream runs), else into the pageable staging vector.
-    uint8_t* image = nullptr;
-    if (in->struct_size >= offsetof(ts_attention_inputs, host_workspace_bytes) + sizeof(size_t) &&
-        in->host_workspace != nullptr) {
-      if (in->host_workspace_bytes < w.metadata_bytes)
-        return fail(TS_ERR_INVALID_ARGUMENT,
-                    "host workspace of " + std::to_string(in->host_workspace_bytes) +
-                        " bytes; plan_host() asked for " + std::to_string(w.metadata_bytes));
-      image = static_cast<uint8_t*>(in->host_workspace);
-    } else {
+    ts_status status = ok();
+    uint8_t* image = host_workspace(*in, w.metadata_bytes, &status);
+    if (status.code != TS_OK) {
+      return status;
+    }
+    if (image == nullptr) {
       impl.staging.resize(w.metadata_bytes);
       image = impl.staging.data();
     }
     mma::pack_metadata(plan, image);
-    if (const cudaError_t e =
-            cudaMemcpyAsync(base, image, w.metadata_bytes, cudaMemcpyHostToDevice, stream);
-        e != cudaSuccess)
-      return fail(TS_ERR_INTERNAL, cuda_error("copying the work description", e));
-    if (std::string why = mma::enqueue_attention(plan, *layer, *in, *out, base, stream);
-        !why.empty())
-      return fail(TS_ERR_INTERNAL, why);
+    if (ts_status s = launch(impl, plan, *layer, *in, *out, workspace, device, image);
+        s.code != TS_OK) {
+      return s;
+    }
     out->entries_scored = plan.entries_scored;
     return ok();
+  });
+}
+
+ts_status plan_shape(ts_instance* self, const ts_attention_layer* layer,
+                     const ts_attention_shape* shape, ts_device device, size_t* workspace_bytes,
+                     size_t* host_workspace_bytes) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    if (layer == nullptr || shape == nullptr || workspace_bytes == nullptr ||
+        host_workspace_bytes == nullptr) {
+      return fail(TS_ERR_INVALID_ARGUMENT, "null layer, shape or output");
+    }
+    const MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
+    if (ts_status s = check_call(impl, *layer, device); s.code != TS_OK) {
+      return s;
+    }
+    if (std::string why = mma::check_shape(*shape); !why.empty()) {
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+    }
+    const mma::WorkPlan frame = mma::shaped_frame(*layer, *shape, impl.limits);
+    *workspace_bytes = frame.workspace.total;
+    *host_workspace_bytes = frame.workspace.metadata_bytes;
+    return ok();
+  });
+}
+
+// A shaped run (plugin_abi.h): DESCRIBE packs the batch's plan, laid out in the shape's frame,
+// into the host workspace; LAUNCH copies that frame's metadata bytes and launches the frame's
+// grids, whose spare blocks return at once (WorkCounts).
+ts_status run_shaped(ts_instance* self, const ts_attention_layer* layer,
+                     const ts_attention_batch* batch, const ts_attention_shape* shape,
+                     const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
+                     size_t workspace_bytes, ts_device device, uint32_t stages) {
+  return tessera::sdk::guarded([&]() -> ts_status {
+    MmaAttention& impl = tessera::sdk::self<MmaAttention>(self);
+    if (layer == nullptr || shape == nullptr || in == nullptr || out == nullptr) {
+      return fail(TS_ERR_INVALID_ARGUMENT, "null layer, shape, inputs or outputs");
+    }
+    if (stages == 0 || (stages & ~(TS_ATTENTION_DESCRIBE | TS_ATTENTION_LAUNCH)) != 0) {
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "stages must be TS_ATTENTION_DESCRIBE and/or TS_ATTENTION_LAUNCH, got " +
+                      std::to_string(stages));
+    }
+    if (ts_status s = check_call(impl, *layer, device); s.code != TS_OK) {
+      return s;
+    }
+    if (std::string why = mma::check_shape(*shape); !why.empty()) {
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+    }
+    mma::WorkPlan frame = mma::shaped_frame(*layer, *shape, impl.limits);
+    ts_status status = ok();
+    uint8_t* image = host_workspace(*in, frame.workspace.metadata_bytes, &status);
+    if (status.code != TS_OK) {
+      return status;
+    }
+    if (image == nullptr) {
+      return fail(TS_ERR_INVALID_ARGUMENT,
+                  "a shaped run needs the page-locked host workspace plan_shape() asked for");
+    }
+    if ((stages & TS_ATTENTION_DESCRIBE) != 0) {
+      if (batch == nullptr) {
+        return fail(TS_ERR_INVALID_ARGUMENT, "null batch");
+      }
+      if (std::string why = mma::check_batch(*layer, *batch); !why.empty()) {
+        return fail(TS_ERR_INVALID_ARGUMENT, why);
+      }
+      std::string why;
+      mma::WorkPlan* plan = plan_for(impl, *layer, *batch, shape, &why);
+      if (plan == nullptr) {
+        return fail(TS_ERR_INVALID_ARGUMENT, "mma attention: " + why);
+      }
+      if (why = read_layouts(*layer, *in, *plan); !why.empty()) {
+        return fail(TS_ERR_UNSUPPORTED, why);
+      }
+      const bool csa = layer->compress_ratio == 4;
+      if (why = mma::fill_offsets(*plan, *layer, *batch, *in->kv.main_layout,
+                                  csa ? in->kv.indexer_layout : nullptr);
+          !why.empty()) {
+        return fail(TS_ERR_INVALID_ARGUMENT, why);
+      }
+      mma::pack_metadata(*plan, image);
+      out->entries_scored = plan->entries_scored;
+    }
+    if ((stages & TS_ATTENTION_LAUNCH) == 0) {
+      return ok();
+    }
+    if (std::string why = read_layouts(*layer, *in, frame); !why.empty()) {
+      return fail(TS_ERR_UNSUPPORTED, why);
+    }
+    if (std::string why = check_pointers(*layer, *in, *out); !why.empty()) {
+      return fail(TS_ERR_INVALID_ARGUMENT, why);
+    }
+    if (ts_status s = check_workspace(workspace, workspace_bytes, frame.workspace.total);
+        s.code != TS_OK) {
+      return s;
+    }
+    return launch(impl, frame, *layer, *in, *out, workspace, device, image);
   });
 }
 
@@ -319,7 +443,9 @@ std::string build_info_json() {
   const std::string archs = TESSERA_MMA_CUDA_ARCHS;
   for (size_t at = 0; at <= archs.size();) {
     const size_t end = std::min(archs.find_first_of(";, ", at), archs.size());
-    if (end > at) sm += (sm.empty() ? "\"" : ",\"") + archs.substr(at, end - at) + "\"";
+    if (end > at) {
+      sm += (sm.empty() ? "\"" : ",\"") + archs.substr(at, end - at) + "\"";
+    }
     at = end + 1;
   }
 #ifdef TESSERA_DEVICE_EMULATION
@@ -334,7 +460,8 @@ std::string build_info_json() {
 
 const std::string kBuildInfo = build_info_json();
 
-const ts_attention_table kTable = {sizeof(ts_attention_table), plan, run, plan_host};
+const ts_attention_table kTable = {
+    sizeof(ts_attention_table), plan, run, plan_host, plan_shape, run_shaped};
 
 const ts_plugin_descriptor kDescriptor = {
     sizeof(ts_plugin_descriptor),

@@ -16,6 +16,16 @@ inline constexpr int kTopkThreads = 512;
 inline constexpr int kMaxTopk = 4096;  // bitonic sort of the chosen keys in shared memory
 inline constexpr int kCombineThreads = 128;
 
+// How many tasks and items of each kind a work description holds: the first section of the
+// workspace. Each kernel reads its own count and a block at or past it returns at once, so a
+// grid sized for a shape (a shaped run, more blocks than items) does the work of its batch.
+struct WorkCounts {
+  int32_t tasks;
+  int32_t attention_items;
+  int32_t combine_items;
+  int32_t indexer_items;
+};
+
 // One query token of the batch. Its attention rows are [window rows | compressed rows]: window
 // row i is position lo+i (lo = max(0, p - window + 1)); compressed row j is entry j (HCA) or the
 // j-th indexer choice (CSA).
@@ -65,6 +75,7 @@ struct RecordFormat {
 };
 
 struct AttentionParams {
+  const int32_t* n_items;  // WorkCounts::attention_items
   const TokenTask* tasks;
   const AttentionItem* items;
   const int64_t* window_offsets;  // byte offset in kv_pool of each window row's record
@@ -83,6 +94,7 @@ struct AttentionParams {
 };
 
 struct CombineParams {
+  const int32_t* n_items;  // WorkCounts::combine_items
   const TokenTask* tasks;
   const CombineItem* items;
   const float* sink;        // [n_heads]
@@ -95,6 +107,7 @@ struct CombineParams {
 };
 
 struct IndexerParams {
+  const int32_t* n_items;  // WorkCounts::indexer_items
   const TokenTask* tasks;
   const IndexerItem* items;
   const int64_t* index_offsets;  // byte offset in index_pool of each indexer key's record
@@ -107,6 +120,7 @@ struct IndexerParams {
 };
 
 struct TopkParams {
+  const int32_t* n_tasks;  // WorkCounts::tasks
   const TokenTask* tasks;
   const float* scores;    // [sum of n_visible]
   int32_t* selected;      // [n_tasks, topk] workspace copy read by the attention kernel

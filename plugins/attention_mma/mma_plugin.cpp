@@ -33,13 +33,16 @@ ts_status open_module(int32_t build, const ts_plugin_descriptor** out) {
   std::string why;
   const ts_plugin_descriptor* d = (build == TS_CUDA_BUILD_EMULATED ? emulated : native)
                                       .get(reinterpret_cast<const void*>(&anchor), build, why);
-  if (d == nullptr) return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
+  if (d == nullptr) {
+    return fail(TS_ERR_UNSUPPORTED, "mma attention: " + why);
+  }
   if (d->abi_major != TS_ABI_MAJOR || d->kind != TS_KIND_ATTENTION || d->functions == nullptr ||
       static_cast<const ts_attention_table*>(d->functions)->struct_size <
-          sizeof(ts_attention_table))
+          sizeof(ts_attention_table)) {
     return fail(TS_ERR_UNSUPPORTED,
                 "mma attention: its CUDA module is not an attention plugin of ABI " +
                     std::to_string(TS_ABI_MAJOR));
+  }
   *out = d;
   return ok();
 }
@@ -51,13 +54,15 @@ const ts_attention_table& table_of(const Forwarded& f) {
 // Which build serves CUDA is known at create() (from the host): either file will do here.
 ts_status check_support(const char*, ts_device device) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (device.type != TS_DEVICE_CUDA)
+    if (device.type != TS_DEVICE_CUDA) {
       return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
+    }
     const std::string looked =
         tessera::sdk::find_cuda_sibling(reinterpret_cast<const void*>(&anchor), kBase);
-    if (!looked.empty())
+    if (!looked.empty()) {
       return fail(TS_ERR_UNSUPPORTED,
                   "mma attention: its CUDA module is not installed: looked for " + looked);
+    }
     return ok();
   });
 }
@@ -65,21 +70,31 @@ ts_status check_support(const char*, ts_device device) {
 ts_status create(const ts_host_api* host, const char* options, ts_device device,
                  ts_instance** out) {
   return tessera::sdk::guarded([&]() -> ts_status {
-    if (device.type != TS_DEVICE_CUDA)
+    if (device.type != TS_DEVICE_CUDA) {
       return fail(TS_ERR_UNSUPPORTED, "mma attention runs on CUDA devices only");
+    }
     Forwarded f;
-    if (ts_status s = open_module(tessera::sdk::cuda_build_of(host), &f.module); s.code != TS_OK)
+    if (ts_status s = open_module(tessera::sdk::cuda_build_of(host), &f.module); s.code != TS_OK) {
       return s;
-    if (ts_status s = f.module->check_support(options, device); s.code != TS_OK) return s;
-    if (ts_status s = f.module->create(host, options, device, &f.inner); s.code != TS_OK) return s;
+    }
+    if (ts_status s = f.module->check_support(options, device); s.code != TS_OK) {
+      return s;
+    }
+    if (ts_status s = f.module->create(host, options, device, &f.inner); s.code != TS_OK) {
+      return s;
+    }
     const ts_status s = tessera::sdk::create_instance<Forwarded>(out, f);
-    if (s.code != TS_OK) f.module->destroy(f.inner);
+    if (s.code != TS_OK) {
+      f.module->destroy(f.inner);
+    }
     return s;
   });
 }
 
 void destroy(ts_instance* instance) {
-  if (instance == nullptr) return;
+  if (instance == nullptr) {
+    return;
+  }
   const Forwarded& f = tessera::sdk::self<Forwarded>(instance);
   f.module->destroy(f.inner);
   tessera::sdk::destroy_instance<Forwarded>(instance);
@@ -105,7 +120,25 @@ ts_status plan_host(ts_instance* self, const ts_attention_layer* layer,
   return table_of(f).plan_host(f.inner, layer, batch, device, host_workspace_bytes);
 }
 
-const ts_attention_table kTable = {sizeof(ts_attention_table), plan, run, plan_host};
+ts_status plan_shape(ts_instance* self, const ts_attention_layer* layer,
+                     const ts_attention_shape* shape, ts_device device, size_t* workspace_bytes,
+                     size_t* host_workspace_bytes) {
+  const Forwarded& f = tessera::sdk::self<Forwarded>(self);
+  return table_of(f).plan_shape(f.inner, layer, shape, device, workspace_bytes,
+                                host_workspace_bytes);
+}
+
+ts_status run_shaped(ts_instance* self, const ts_attention_layer* layer,
+                     const ts_attention_batch* batch, const ts_attention_shape* shape,
+                     const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
+                     size_t workspace_bytes, ts_device device, uint32_t stages) {
+  const Forwarded& f = tessera::sdk::self<Forwarded>(self);
+  return table_of(f).run_shaped(f.inner, layer, batch, shape, in, out, workspace, workspace_bytes,
+                                device, stages);
+}
+
+const ts_attention_table kTable = {
+    sizeof(ts_attention_table), plan, run, plan_host, plan_shape, run_shaped};
 
 const ts_plugin_descriptor kDescriptor = {
     sizeof(ts_plugin_descriptor),

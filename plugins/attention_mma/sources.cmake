@@ -9,6 +9,7 @@ get_filename_component(TESSERA_KERNEL_COMMON_DIR ${CMAKE_CURRENT_LIST_DIR}/../..
 set(TESSERA_MMA_HOST_SOURCES
   ${TESSERA_MMA_DIR}/attention_mma.cpp
   ${TESSERA_MMA_DIR}/attention_enqueue.cpp
+  ${TESSERA_MMA_DIR}/device_probe.cpp
   ${TESSERA_MMA_DIR}/work_plan.cpp
   ${TESSERA_MMA_DIR}/kv_layouts.cpp)
 # Kernels and their launchers.

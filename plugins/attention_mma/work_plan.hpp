@@ -17,18 +17,24 @@ namespace tessera::mma {
 // What the device offers; read once at create().
 struct DeviceLimits {
   int32_t sm_count = 1;
-  int64_t smem_per_block = 48 * 1024;  // opt-in maximum of dynamic shared memory per block
-  int64_t smem_per_sm = 100 * 1024;
+  int64_t smem_per_block = int64_t{48} * 1024;  // opt-in maximum of dynamic shared memory per block
+  int64_t smem_per_sm = int64_t{100} * 1024;
 };
 
 // Byte offsets of the sections of the caller's workspace (each 256-byte aligned). The metadata
 // sections [0, metadata_bytes) are copied from the host in one transfer.
 struct WorkspaceLayout {
+  size_t counts = 0;  // WorkCounts
   size_t tasks = 0, attention_items = 0, combine_items = 0, indexer_items = 0;
   size_t window_offsets = 0, comp_offsets = 0, index_offsets = 0;
   size_t metadata_bytes = 0;
   size_t scores = 0, selected = 0, partial_o = 0, partial_ml = 0;
   size_t total = 0;
+};
+
+// Blocks of each kernel's grid: the plan's own counts, or a shape's capacity (shaped runs).
+struct Grids {
+  int32_t tasks = 0, attention_items = 0, combine_items = 0, indexer_items = 0;
 };
 
 // Where one sequence's slots land in the offset arrays.
@@ -51,6 +57,7 @@ struct WorkPlan {
   int64_t n_scores = 0;        // CSA: sum of visible entries over tokens
   int64_t entries_scored = 0;  // indexer work the items cover (== n_scores)
   size_t attention_smem = 0, indexer_smem = 0, topk_smem = 0;
+  Grids grids;
   WorkspaceLayout workspace;
 };
 
@@ -68,6 +75,18 @@ size_t topk_smem_bytes(int32_t topk);
 // Precondition: check_layer and check_batch returned "".
 WorkPlan build_work_plan(const ts_attention_layer& layer, const ts_attention_batch& batch,
                          const DeviceLimits& limits);
+
+// The frame of a shaped run (ts_attention_shape, plugin_abi.h) for the layer: block sizes,
+// grids at the most items a batch fitting the shape can give, and the workspace laid out for
+// them; no tasks. The same for every batch the shape holds. Precondition: check_layer == "".
+WorkPlan shaped_frame(const ts_attention_layer& layer, const ts_attention_shape& shape,
+                      const DeviceLimits& limits);
+// "" or the reason (what of the batch exceeds the shape, or the shape itself is malformed).
+std::string check_shape(const ts_attention_shape& shape);
+// Lays `plan` (build_work_plan's, of a batch) out in `frame`: padding tokens up to
+// shape.n_tokens (no rows: the attention writes their rows as zeros), frame's grids and
+// workspace. "" or what of the batch exceeds the shape.
+std::string fit_to_shape(WorkPlan& plan, const WorkPlan& frame, const ts_attention_shape& shape);
 
 // Turns slots into byte offsets of records in the pools. "" or the reason (negative slot).
 std::string fill_offsets(WorkPlan& plan, const ts_attention_layer& layer,

@@ -332,4 +332,18 @@ void reference_attention(const HostCase& c, int32_t s, int32_t i, const std::vec
                               c.sink.data(), out);
 }
 
+ts_attention_inputs case_inputs(const HostCase& c, const float* q, const float* index_q,
+                                const float* index_w, const uint8_t* main_pool,
+                                const uint8_t* index_pool) {
+  ts_attention_inputs in{};
+  in.struct_size = sizeof in;
+  in.q = q;
+  in.index_q = index_q;
+  in.index_w = index_w;
+  in.kv_pool = main_pool;
+  in.index_pool = index_pool;
+  in.kv = ts_kv_reader{nullptr, nullptr, &c.main_layout, &c.index_layout};
+  return in;
+}
+
 }  // namespace tessera::cudatest

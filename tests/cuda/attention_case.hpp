@@ -60,6 +60,12 @@ ts_kv_layout fp8_layout(int32_t stream, int32_t dim, int32_t rope_dim, int32_t e
 
 HostCase make_case(const CaseSpec& spec, uint64_t seed);
 
+// The plugin's inputs for case c from its tensors in device memory (index ones null unless CSA);
+// the kv reader gives the case's layouts.
+ts_attention_inputs case_inputs(const HostCase& c, const float* q, const float* index_q,
+                                const float* index_w, const uint8_t* main_pool,
+                                const uint8_t* index_pool);
+
 // Reference for one query token (sequence s, query i) through reference::attend_with_sink over
 // the window rows and either all visible compressed entries (HCA) or `picks` (CSA).
 void reference_attention(const HostCase& c, int32_t s, int32_t i, const std::vector<int32_t>& picks,

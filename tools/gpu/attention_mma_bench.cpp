@@ -153,13 +153,8 @@ std::vector<Row> bench(const CaseSpec& spec, const mma::DeviceLimits& limits, in
   DeviceArray<uint8_t> ws(plan.workspace.total);
   copy_to_device(ws.get(), blob.data(), blob.size());
 
-  ts_attention_inputs in{};
-  in.struct_size = sizeof in;
-  in.q = q.get();
-  in.index_q = index_q.get();
-  in.index_w = index_w.get();
-  in.kv_pool = main_pool.get();
-  in.index_pool = index_pool.get();
+  const ts_attention_inputs in =
+      case_inputs(c, q.get(), index_q.get(), index_w.get(), main_pool.get(), index_pool.get());
   ts_attention_outputs o{};
   o.struct_size = sizeof o;
   o.out = out.get();

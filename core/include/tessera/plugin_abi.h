@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TS_ABI_MAJOR 1
-#define TS_ABI_MINOR 6
+#define TS_ABI_MINOR 7
 #define TS_PLUGIN_ENTRY_SYMBOL "tessera_plugin_entry"
 
 /* ---------------------------------------------------------------- status */
@@ -355,6 +355,22 @@ typedef struct ts_attention_outputs {
   int64_t entries_scored; /* indexer work actually done (for the visible-only guarantee) */
 } ts_attention_outputs;
 
+/* ABI 1.7: the extent a shaped run lays a batch out for (CUDA graphs). A batch fits the shape
+ * when it has at most n_tokens query rows, references at most n_slots cache slots (its
+ * sequences' window slots, last query's position - window_first_position + 1 each, plus their
+ * compressed entries visible to their last query) and its query tokens see at most n_visible
+ * compressed entries in all (sum over the tokens of min(n_compressed, (p + 1) / ratio)). */
+typedef struct ts_attention_shape {
+  uint32_t struct_size;
+  int32_t n_tokens; /* rows of q, index_q, index_w and out the run reads and writes */
+  int64_t n_slots;
+  int64_t n_visible;
+} ts_attention_shape;
+
+/* The halves of a shaped run (ts_attention_table.run_shaped), as bits. */
+#define TS_ATTENTION_DESCRIBE 1u /* host: the batch's work description into host_workspace */
+#define TS_ATTENTION_LAUNCH 2u   /* device: that description's copy and the kernels, enqueued */
+
 typedef struct ts_attention_table {
   uint32_t struct_size;
   /* Host-side metadata for one batch: how much workspace run() needs. No allocation. */
@@ -371,6 +387,28 @@ typedef struct ts_attention_table {
   ts_status (*plan_host)(ts_instance* self, const ts_attention_layer* layer,
                          const ts_attention_batch* batch, ts_device device,
                          size_t* host_workspace_bytes);
+  /* ABI 1.7, optional, for plugins whose capabilities say "cuda_graph": true (absent or NULL:
+   * none; the host runs the plugin eagerly). The device workspace and page-locked host workspace
+   * of a shaped run for (layer, shape) on `device`: the same for every batch the shape holds. */
+  ts_status (*plan_shape)(ts_instance* self, const ts_attention_layer* layer,
+                          const ts_attention_shape* shape, ts_device device,
+                          size_t* workspace_bytes, size_t* host_workspace_bytes);
+  /* run() laid out for `shape`, in the halves `stages` names (TS_ATTENTION_DESCRIBE and/or
+   * TS_ATTENTION_LAUNCH; both: one eager call).
+   *  - DESCRIBE (host work only, nothing enqueued): writes the work description of `batch`, which
+   *    must fit the shape (else TS_ERR_INVALID_ARGUMENT naming what does not), into
+   *    in->host_workspace, and sets out->entries_scored.
+   *  - LAUNCH: enqueues on device.stream the copy of the description from in->host_workspace
+   *    into the workspace and the kernels. Their grids, copy sizes and arguments follow the
+   *    layer, the shape and the pointers alone (batch is not read and may be NULL), so a CUDA
+   *    graph captured from one LAUNCH replays whatever batch a DESCRIBE last wrote into the same
+   *    host workspace, once the host has let the stream pass the previous replay.
+   * q, index_q, index_w and out hold shape.n_tokens rows; out's rows past batch.n_tokens are
+   * written as zeros; out->selected, when given, holds shape.n_tokens rows. */
+  ts_status (*run_shaped)(ts_instance* self, const ts_attention_layer* layer,
+                          const ts_attention_batch* batch, const ts_attention_shape* shape,
+                          const ts_attention_inputs* in, ts_attention_outputs* out, void* workspace,
+                          size_t workspace_bytes, ts_device device, uint32_t stages);
 } ts_attention_table;
 
 /* ---------------------------------------------------------------- frontend */

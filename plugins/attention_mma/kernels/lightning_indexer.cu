@@ -24,6 +24,7 @@ lightning_indexer_kernel(const IndexerParams p) {
   constexpr int kKSteps = kDim / 16;
   const int tid = thread_index(), lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
+  if (block_index() >= *p.n_items) return;  // a shaped grid's spare block
   const IndexerItem item = p.items[block_index()];
   const TokenTask task = p.tasks[item.task];
   const int n_keys = item.key_end - item.key_begin;

@@ -47,6 +47,7 @@ sparse_attention_kernel(const AttentionParams p) {
   const int mt = warp >> 1, half = warp & 1;
   const int g = lane >> 2, t4 = lane & 3;
 
+  if (block_index() >= *p.n_items) return;  // a shaped grid's spare block
   const AttentionItem item = p.items[block_index()];
   const TokenTask task = p.tasks[item.task];
   const int h0 = item.head_group * heads;
@@ -245,6 +246,7 @@ sparse_attention_kernel(const AttentionParams p) {
 // Merges the partial results of one (token, head) split over several blocks:
 //   o = sum_s 2^(m_s - M) o_s / (sum_s 2^(m_s - M) l_s + 2^(sink - M)),  M = max(m_s, sink)
 TS_KERNEL(kCombineThreads) attention_combine_kernel(const CombineParams p) {
+  if (block_index() >= *p.n_items) return;
   const CombineItem item = p.items[block_index()];
   const int local = block_index_y();
   const int h = item.head_group * p.heads_per_block + local;

@@ -25,6 +25,7 @@ TS_DEVICE uint64_t pair_key(uint32_t score_key, int entry) {
 TS_KERNEL(kThreads) topk_select_kernel(const TopkParams p) {
   const int tid = thread_index(), lane = tid & 31, warp = tid >> 5;
   const int task_index = block_index();
+  if (task_index >= *p.n_tasks) return;  // a shaped grid's spare block
   const TokenTask task = p.tasks[task_index];
   const int n = task.n_visible;
   const int k = n < p.topk ? n : p.topk;
