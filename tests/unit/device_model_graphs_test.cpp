@@ -150,6 +150,27 @@ TEST(DeviceModelGraphs, StepsOfOneBucketShareItsGraphs) {
   expect_same_bits(capped, run_steps(e, {3, 3, 3}));
 }
 
+// The mma plugin declares "cuda_graph": true and has the shaped run (ABI 1.7): its work joins the
+// pieces, so a decode step at one rank is one piece (tiny-fp8: head_dim 128, ratios 0, 4 and
+// 128). Each replay runs the step's own work description, written before it without running
+// the plugin's launch code, and gives the bits of the same steps run eagerly.
+TEST(DeviceModelGraphs, MmaAttentionRunsInsideTheGraphs) {
+  RuntimeOptions options = testing::parity_options(
+      std::filesystem::path(TESSERA_SOURCE_DIR) / "tests/data/parity/tiny-fp8", "{}");
+  options.attention_plugin = "mma";
+  DeviceEngine e("emulated", options);
+  // Bucket 4: warm-up, capture (3 rows and a padding one), three replays at new positions.
+  const std::vector<size_t> steps{4, 3, 4, 3, 4};
+  const std::vector<std::vector<float>> graphed = run_steps(e, steps);
+  const dsv4::PiecewiseGraphs::Stats stats = e.model->graphs().stats();
+  EXPECT_EQ(stats.captured_steps, 1);
+  EXPECT_EQ(stats.replayed_steps, 3);
+  EXPECT_EQ(stats.pieces_captured, 1);  // the whole forward before the head
+  EXPECT_EQ(stats.pieces_replayed, 3);
+  e.model->set_cuda_graphs(false);
+  expect_same_bits(graphed, run_steps(e, steps));
+}
+
 TEST(PiecewiseGraphsBuckets, OneTwoFourThenMultiplesOfEightUpToTheLargest) {
   std::unique_ptr<device::Device> cpu = open_backend("cpu");
   const device::Stream stream = cpu->create_stream();

@@ -152,9 +152,13 @@ TEST(DeviceTensorParallel, TinyBAtTwoAndFourRanksMatchesOneRank) {
 // Three sequences' prompts in one step, then `decode` steps of all three (bucket 4: one padding
 // row), at `tp` ranks with CUDA graphs on or off. Every step's logits; rank 0's graph stats.
 StepLogits run_decode(const std::filesystem::path& fixture, int tp, int decode, bool graphs,
-                      dsv4::PiecewiseGraphs::Stats* stats) {
+                      dsv4::PiecewiseGraphs::Stats* stats, const char* attention = nullptr) {
   RuntimeOptions o = device_options(fixture, tp);
   o.cuda_graphs = graphs;
+  if (attention != nullptr) {  // with the bf16 cache's bf16 storage, which mma reads
+    o.attention_plugin = attention;
+    o.kv_options_json = "{}";
+  }
   Runtime rt(o);
   Executor ex(rt, tp, 2);
   const std::vector<std::vector<int32_t>> prompts{engine_test::make_prompt(1, 5),
@@ -193,6 +197,23 @@ TEST(DeviceTensorParallel, DecodeGraphsAtTwoRanksReplayTheEagerBits) {
   EXPECT_EQ(graphed_stats.pieces_replayed, 2 * (3 * L + 1));
   EXPECT_EQ(graphed_stats.padding_rows, 4);
   EXPECT_EQ(eager_stats.captured_steps + eager_stats.replayed_steps, 0);
+}
+
+// The mma plugin inside the graphs (ABI 1.7 shaped run) on every rank: the shipped model
+// (head_dim 64, every ratio) at TP 2, two heads per rank. Two pieces per layer and a last one
+// (the attention joins the layer's input piece), and the replays give the bits of eager steps.
+TEST(DeviceTensorParallel, MmaAttentionInsideTheDecodeGraphsAtTwoRanks) {
+  const std::filesystem::path shipped =
+      std::filesystem::path(TESSERA_SOURCE_DIR) / "models/tiny-dsv4";
+  dsv4::PiecewiseGraphs::Stats graphed_stats, eager_stats;
+  const StepLogits graphed = run_decode(shipped, 2, 4, true, &graphed_stats, "mma");
+  const StepLogits eager = run_decode(shipped, 2, 4, false, &eager_stats, "mma");
+  EXPECT_EQ(max_difference(graphed, eager), 0.0);
+  EXPECT_EQ(graphed.greedy, eager.greedy);
+  EXPECT_EQ(graphed_stats.captured_steps, 1);
+  EXPECT_EQ(graphed_stats.replayed_steps, 2);
+  const int64_t L = dsv4::load_model_config(shipped).num_layers;
+  EXPECT_EQ(graphed_stats.pieces_replayed, 2 * (2 * L + 1));
 }
 
 // Greedy rows under tensor parallelism (every chunk scan-only): the ranks gather their vocabulary

@@ -155,9 +155,11 @@ const std::vector<KeySpec>& keys() {
       boolean("executor", "cuda_graphs", TS_CONFIG_FIELD(executor.cuda_graphs), true,
               "Decode steps (one token per sequence) on a CUDA device replay CUDA graphs of the "
               "forward's work between plugin calls, captured per batch-size bucket after one "
-              "eager step; the kv format, the compressors, the attention plugin and the "
-              "collectives run eagerly between them (docs/cuda.md \"Graphs\"). false runs every "
-              "step eagerly. No effect on the CPU."),
+              "eager step. The collectives run eagerly between them; so does the attention "
+              "plugin unless it declares \"cuda_graph\" (ABI 1.7: mma), and so do the kv "
+              "stores and compressors unless the kv format stores from device slots (ABI 1.6: "
+              "bf16, fp8) (docs/cuda.md \"Graphs\"). false runs every step eagerly. No effect "
+              "on the CPU."),
       integer("executor", "cuda_graph_max_batch", TS_CONFIG_FIELD(executor.cuda_graph_max_batch),
               256, {1, 4096},
               "The largest decode batch CUDA graphs take. A decode step of T sequences runs its "

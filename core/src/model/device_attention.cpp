@@ -3,7 +3,9 @@
 // indexer's queries and weights: work sized by the step's tokens alone, which a graph may hold);
 // the cache and the plugin (kv stored by the kv format, the compressors of
 // model/device_compressors.hpp, the attention plugin: eager, they follow the step's pages and
-// windows); the output (inverse RoPE, the grouped output projection: graphable again).
+// windows; a graphed step with a capable plugin and kv format runs them in the inputs' piece
+// instead, model/graphed_attention.hpp); the output (inverse RoPE, the grouped output
+// projection: graphable again).
 #include <cmath>
 #include <cstddef>
 #include <span>

@@ -23,9 +23,7 @@ void upload(const DeviceForwardContext& ctx, T* dst, const std::vector<T>& src) 
 
 // Whether the chunk resumes a sequence whose rings do not hold its last windows (a prefix hit:
 // the state comes from the snapshot, on the host).
-bool resumes_unprimed(const SequenceChunk& c) {
-  return c.kv->length() > 0 && !c.kv->ring_primed();
-}
+bool resumes_unprimed(const SequenceChunk& c) { return c.kv->length() > 0 && !c.kv->ring_primed(); }
 
 // The first snapshot length the chunk's tokens reach (in (p0, p0 + n]) after `after`, or 0.
 int64_t snapshot_in_chunk(const SequenceChunk& c, int64_t after) {
@@ -300,7 +298,7 @@ void DeviceCompressors::plan_snapshots(const DeviceForwardContext& ctx) {
       }
       for (const bool indexer : {false, true}) {
         snapshot_offsets_[snapshot_index(i, l, indexer, cfg.num_layers)] = floats;
-        floats += 2 * 4 * ctx.pools.rings.ring(l, indexer).width;  // kv and gate [m, width]
+        floats += int64_t{2} * 4 * ctx.pools.rings.ring(l, indexer).width;  // kv, gate [m, width]
       }
     }
   }

@@ -84,6 +84,11 @@ DeviceModel::DeviceModel(const ModelConfig& config, const DeviceModelView& weigh
       host_blocks_(device) {
   TS_CHECK_EQ(static_cast<int64_t>(weights.layers.size()), config.num_layers,
               "layers of the device weights");
+  attention_graphable_ = GraphedAttention::capable(attention);
+  for (const DeviceLayerWeights& layer : weights.layers) {
+    layer_heads_.push_back(layer.attn.wq_b.out / config.head_dim);
+    layer_sinks_.push_back(layer.attn.attn_sink);
+  }
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const std::vector<float> f = ops::RopeTable::for_layer(config, l).inv_freq();
     device::DeviceBuffer& b = inv_freq_.emplace_back(device.allocate(f.size() * sizeof(float)));
@@ -168,6 +173,13 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
     st.timeline->begin();
   }
   compressors_.plan(ctx);
+  // The attention plugin in the pieces: the layers' work described now (a replay runs no host
+  // code), at a shape the bucket keeps; a new shape makes the bucket's graphs again.
+  const bool attention_in_graphs = ctx.graphed && attention_graphable_;
+  if (attention_in_graphs) {
+    graphed_attention_.describe(ctx, layer_heads_, layer_sinks_, st);
+    graphs_.require_layout(graphed_attention_.layout_key());
+  }
   // Streams [B, n, D]: the embedding copied into every stream.
   float* streams = scratch_.get<float>("step.streams", B * n * D);
   float* x = scratch_.get<float>("step.x", B * D);
@@ -195,9 +207,14 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
       rms_norm(ops, stream_, x, B, D, lw->attn_norm, eps);
       ctx.mark("mHC + norms");
       attention_inputs(ctx, l, lw->attn, inv_freq, x, attn);
+      if (attention_in_graphs) {
+        graphed_attention_.launch(ctx, l, attn);
+      }
     });
-    pieces.flush();  // the kv format, the compressors and the attention plugin run eagerly
-    attention_cache_and_run(ctx, l, lw->attn, inv_freq, attn, st);
+    if (!attention_in_graphs) {  // the plugin (and what stores from host slots) eagerly
+      pieces.flush();
+      attention_cache_and_run(ctx, l, lw->attn, inv_freq, attn, st);
+    }
     pieces.add(
         [&, lw, inv_freq, attn] { attention_output(ctx, lw->attn, inv_freq, attn, block_out); });
     if (comm_ != nullptr) {  // sum over the wo_b shards

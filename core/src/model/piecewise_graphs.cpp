@@ -32,6 +32,7 @@ int64_t PiecewiseGraphs::bucket(int64_t T) const {
 
 void PiecewiseGraphs::drop_all() {
   sets_.clear();
+  layouts_.clear();
   capturing_.clear();
   warmed_.clear();
 }
@@ -63,6 +64,27 @@ int64_t PiecewiseGraphs::begin_step(int64_t T, bool graphable) {
     ++stats_.eager_steps;  // the warm-up: sizes the scratch for B
   }
   return B;
+}
+
+void PiecewiseGraphs::require_layout(uint64_t key) {
+  if (!graphable_) {
+    return;
+  }
+  const auto [it, fresh] = layouts_.try_emplace(rows_, key);
+  if (fresh || it->second == key) {
+    return;
+  }
+  it->second = key;
+  sets_.erase(rows_);
+  warmed_.erase(rows_);
+  if (mode_ == Mode::kReplay) {
+    --stats_.replayed_steps;
+    ++stats_.eager_steps;
+  } else if (mode_ == Mode::kCapture) {
+    --stats_.captured_steps;
+    ++stats_.eager_steps;
+  }
+  mode_ = Mode::kEager;
 }
 
 void PiecewiseGraphs::fall_back() {

@@ -1,7 +1,7 @@
 // CUDA graphs for the device forward's decode steps, piecewise (as vLLM's piecewise graphs): the
-// forward's work between two plugin calls (the kv format's stores, the compressors, the attention
-// plugin, the collectives: their work follows each step's pages and windows) is one piece; the
-// plugins run eagerly between pieces. Graphs are kept per batch-size bucket (as vLLM's capture
+// forward's work between two eager calls (the collectives, and the attention plugin, the kv
+// format's stores and the compressors unless they can be held: model/graphed_attention.hpp,
+// ABI 1.6 device slots) is one piece. Graphs are kept per batch-size bucket (as vLLM's capture
 // sizes: 1, 2, 4, then every multiple of 8 up to the largest, executor.cuda_graph_max_batch): a
 // decode step of T sequences runs its pieces on the bucket's B >= T rows, the rows past T padding
 // (token id 0 at position 0: every piece's work is row by row, so they change no real row's
@@ -59,6 +59,10 @@ class PiecewiseGraphs {
   // captured streams). Returns the rows the step's pieces run on: its bucket's B when graphs
   // take the step, else T.
   int64_t begin_step(int64_t T, bool graphable);
+  // After begin_step, before the first piece: the layout of what the step's pieces read beyond
+  // the scratch (the graphed attention's host buffer and shape). A bucket whose graphs were made
+  // under another key drops them, and this step runs as its warm-up.
+  void require_layout(uint64_t key);
   // One piece of the step's work: run, captured and launched, or replayed.
   void run(const std::function<void()>& piece);
   // After the step's work was enqueued.
@@ -89,6 +93,7 @@ class PiecewiseGraphs {
   std::map<int64_t, std::vector<device::Graph>> sets_;  // per B, the pieces in order
   std::vector<device::Graph> capturing_;                // the capturing step's pieces so far
   std::set<int64_t> warmed_;                            // buckets run eagerly at this generation
+  std::map<int64_t, uint64_t> layouts_;                 // per B, require_layout's key
   Stats stats_;
 };
 

@@ -7,6 +7,7 @@
 #include "device/open_device.hpp"
 #include "device/plugin_device.hpp"
 #include "model/bf16_weights.hpp"
+#include "model/graphed_attention.hpp"
 #include "model/weight_panels.hpp"
 #include "model/weight_placement.hpp"
 #include "ops/gemm_nt.hpp"
@@ -22,7 +23,9 @@ Runtime::Runtime(const RuntimeOptions& options, SharedModel shared) : options_(o
     TS_CHECK(shared.device != nullptr,
              "runtime: device = \"cuda\" can share only the model of another runtime on a device");
     std::vector<std::filesystem::path> dirs = options_.plugin_dirs;
-    for (auto& d : PluginRegistry::default_search_path()) dirs.push_back(d);
+    for (auto& d : PluginRegistry::default_search_path()) {
+      dirs.push_back(d);
+    }
     registry_.discover(dirs);
     model_config_ = dsv4::load_model_config(options_.model_dir);
     build_on_device(std::move(shared.device));
@@ -48,7 +51,9 @@ void Runtime::build(const dsv4::ModelConfig* config,
            "bf16 activations (model.dtype = \"bf16\") need a CPU with AVX512_BF16; this one has "
            "none");
   std::vector<std::filesystem::path> dirs = options_.plugin_dirs;
-  for (auto& d : PluginRegistry::default_search_path()) dirs.push_back(d);
+  for (auto& d : PluginRegistry::default_search_path()) {
+    dirs.push_back(d);
+  }
   registry_.discover(dirs);
 
   model_config_ = config ? *config : dsv4::load_model_config(options_.model_dir);
@@ -133,15 +138,21 @@ void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared)
   model->set_bf16_collectives(options_.bf16_collectives);
   model->set_cuda_graphs(options_.cuda_graphs, options_.cuda_graph_max_batch);
   if (options_.cuda_graphs && device.graphs()) {
+    const bool slots = kv_.format->stores_from_device_slots();
+    const char* attention = kv_.attention.name();
+    const char* kv = kv_.format->name();
     spdlog::info(
-        "{}: decode steps of up to {} sequences replay CUDA graphs of the forward between the "
-        "plugins' calls, per batch-size bucket; attention `{}`, the compressors and {} run "
-        "eagerly between them (executor.cuda_graphs = false: every step eagerly)",
-        device.describe(), options_.cuda_graph_max_batch, kv_.attention.name(),
-        kv_.format->stores_from_device_slots()
-            ? fmt::format("kv cache `{}` but its window store (in the graphs: store_device_slots)",
-                          kv_.format->name())
-            : fmt::format("kv cache `{}` (no store_device_slots, ABI 1.6)", kv_.format->name()));
+        "{}: decode steps of up to {} sequences replay CUDA graphs of the forward, per "
+        "batch-size bucket; {} (executor.cuda_graphs = false: every step eagerly)",
+        device.describe(), options_.cuda_graph_max_batch,
+        !slots ? fmt::format("attention `{}`, the compressors and kv cache `{}` run eagerly "
+                             "between them (no store_device_slots, ABI 1.6)",
+                             attention, kv)
+        : dsv4::GraphedAttention::capable(kv_.attention)
+            ? fmt::format("attention `{}` and kv cache `{}` run inside them", attention, kv)
+            : fmt::format("kv cache `{}` runs inside them, attention `{}` eagerly between "
+                          "them (no \"cuda_graph\" shaped run, ABI 1.7)",
+                          kv, attention));
   }
   device_model_ = model.get();
   model_ = std::move(model);
