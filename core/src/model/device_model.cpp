@@ -85,10 +85,6 @@ DeviceModel::DeviceModel(const ModelConfig& config, const DeviceModelView& weigh
   TS_CHECK_EQ(static_cast<int64_t>(weights.layers.size()), config.num_layers,
               "layers of the device weights");
   attention_graphable_ = GraphedAttention::capable(attention);
-  for (const DeviceLayerWeights& layer : weights.layers) {
-    layer_heads_.push_back(layer.attn.wq_b.out / config.head_dim);
-    layer_sinks_.push_back(layer.attn.attn_sink);
-  }
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const std::vector<float> f = ops::RopeTable::for_layer(config, l).inv_freq();
     device::DeviceBuffer& b = inv_freq_.emplace_back(device.allocate(f.size() * sizeof(float)));
@@ -177,7 +173,7 @@ Logits DeviceModel::forward(const ForwardBatch& batch, ForwardStats* stats) {
   // code), at a shape the bucket keeps; a new shape makes the bucket's graphs again.
   const bool attention_in_graphs = ctx.graphed && attention_graphable_;
   if (attention_in_graphs) {
-    graphed_attention_.describe(ctx, layer_heads_, layer_sinks_, st);
+    graphed_attention_.describe(ctx, weights_.layers, st);
     graphs_.require_layout(graphed_attention_.layout_key());
   }
   // Streams [B, n, D]: the embedding copied into every stream.

@@ -122,12 +122,9 @@ class DeviceModel final : public ForwardModel {
   device::HostBlockPool host_blocks_;           // the steps' logits come back into these
   std::vector<device::DeviceBuffer> inv_freq_;  // per layer, the RoPE frequencies
   DeviceCompressors compressors_;
-  // The attention plugin inside the decode graphs when it can be (GraphedAttention::capable),
-  // with each layer's query heads on this rank and its attn_sink.
+  // The attention plugin inside the decode graphs when it can be (GraphedAttention::capable).
   bool attention_graphable_ = false;
   GraphedAttention graphed_attention_;
-  std::vector<int64_t> layer_heads_;
-  std::vector<const float*> layer_sinks_;
 };
 
 }  // namespace tessera::dsv4

@@ -89,15 +89,15 @@ void GraphedAttention::reshape(const DeviceForwardContext& ctx, Bucket& bucket,
   bucket.key = next_key_++;
 }
 
-void GraphedAttention::describe(const DeviceForwardContext& ctx, const std::vector<int64_t>& heads,
-                                const std::vector<const float*>& sinks, ForwardStats& stats) {
+void GraphedAttention::describe(const DeviceForwardContext& ctx,
+                                std::span<const DeviceLayerWeights> layers, ForwardStats& stats) {
   const ModelConfig& cfg = ctx.config;
   batches_.clear();
   ts_attention_shape need{sizeof(ts_attention_shape), static_cast<int32_t>(ctx.rows), 0, 0};
   for (int64_t l = 0; l < cfg.num_layers; ++l) {
-    const auto i = static_cast<size_t>(l);
-    batches_.push_back(
-        std::make_unique<AttentionBatch>(cfg, l, heads[i], sinks[i], ctx.batch, ctx.positions));
+    const DeviceAttentionWeights& w = layers[static_cast<size_t>(l)].attn;
+    batches_.push_back(std::make_unique<AttentionBatch>(cfg, l, w.wq_b.out / cfg.head_dim,
+                                                        w.attn_sink, ctx.batch, ctx.positions));
     grow(need, batches_.back()->layer(), batches_.back()->batch());
   }
   Bucket& bucket = buckets_[ctx.rows];

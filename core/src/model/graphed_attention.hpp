@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "device/device.hpp"
@@ -28,10 +29,10 @@ class GraphedAttention {
   static bool capable(const PluginInstance& attention);
 
   // For a graphed step on ctx.rows rows: the layers' batches and work descriptions (DESCRIBE),
-  // the bucket's shape grown to hold them. heads[l] and sinks[l]: layer l's query heads on this
-  // rank and its attn_sink on the device. Adds the indexer work to stats.
-  void describe(const DeviceForwardContext& ctx, const std::vector<int64_t>& heads,
-                const std::vector<const float*>& sinks, ForwardStats& stats);
+  // the bucket's shape grown to hold them; each layer's query heads on this rank and attn_sink
+  // from its weights. Adds the indexer work to stats.
+  void describe(const DeviceForwardContext& ctx, std::span<const DeviceLayerWeights> layers,
+                ForwardStats& stats);
   // The bucket's layout: changes when its shape grows (PiecewiseGraphs::require_layout).
   [[nodiscard]] uint64_t layout_key() const { return key_; }
   // Layer's plugin run (LAUNCH) into b.o: every ctx.rows row written, the padding rows zero.
