@@ -88,7 +88,7 @@ class Server:
     def __init__(self, sampler="standard", frontend=None, limits=None, scheduler=None,
                  max_context=256, defaults=None, args=(), env=None, scripted=False,
                  extra_toml="", cuda_module=None, model=None, kv_cache="bf16",
-                 attention="reference", memory_gib=0.02, tensor_parallel=1):
+                 attention="reference", memory_gib=0.02, tensor_parallel=1, executor=None):
         self.dir = tempfile.mkdtemp(prefix="server-", dir=self._work())
         self.port_file = os.path.join(self.dir, "port")
         self.log_path = os.path.join(self.dir, "serve.log")
@@ -108,7 +108,8 @@ class Server:
             "[executor]"] + (
                 ['device = "cuda"', f"cuda_module = {toml_value(cuda_module)}"] if cuda_module
                 else ['device = "cpu"']) + ["threads = 1",
-                                            f"tensor_parallel = {tensor_parallel}", "",
+                                            f"tensor_parallel = {tensor_parallel}"] + [
+                f"{k} = {toml_value(v)}" for k, v in (executor or {}).items()] + ["",
             "[kv_cache]", f"plugin = {toml_value(kv_cache)}", "page_size = 16",
             f"memory_gib = {toml_value(memory_gib)}", "",
             "[attention]", f"plugin = {toml_value(attention)}", "",

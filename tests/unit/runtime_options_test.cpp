@@ -104,8 +104,14 @@ TEST(RuntimeOptions, Bf16CollectivesNeedACudaDevice) {
   const std::string why =
       refusal(config_with("", "[executor]\ncollective_dtype = \"bf16\"\ntensor_parallel = 2\n"));
   EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
-  EXPECT_NE(why.find("collective_dtype = \"bf16\" is for device = \"cuda\""), std::string::npos)
+  EXPECT_NE(why.find("collective_dtype = \"bf16\" is for the device forward"), std::string::npos)
       << why;
+  // The device forward on the cpu backend takes it.
+  EXPECT_TRUE(RuntimeOptions::from_config(
+                  config_with("",
+                              "[executor]\ncpu_forward = \"device\"\ncollective_dtype = "
+                              "\"bf16\"\ntensor_parallel = 2\n"))
+                  .bf16_collectives);
 }
 
 TEST(RuntimeOptions, ExpertParallelismNeedsACudaDevice) {
@@ -116,7 +122,37 @@ TEST(RuntimeOptions, ExpertParallelismNeedsACudaDevice) {
   const std::string why =
       refusal(config_with("", "[executor]\nmoe_split = \"ep\"\ntensor_parallel = 2\n"));
   EXPECT_NE(why.find("x.toml:4:1"), std::string::npos) << why;
-  EXPECT_NE(why.find("moe_split = \"ep\" runs on device = \"cuda\""), std::string::npos) << why;
+  EXPECT_NE(why.find("moe_split = \"ep\" runs on the device forward"), std::string::npos) << why;
+  EXPECT_TRUE(
+      RuntimeOptions::from_config(config_with("",
+                                              "[executor]\ncpu_forward = \"device\"\nmoe_split = "
+                                              "\"ep\"\ntensor_parallel = 2\n"))
+          .expert_parallel);
+}
+
+// cpu_forward = "device" runs the device forward on the cpu backend; "host" (the default) the host
+// forward; with device = "cuda" it has no effect. The host forward's own options are refused
+// with the key's location.
+TEST(RuntimeOptions, CpuForwardChoosesTheForwardOfTheCpuDevice) {
+  const RuntimeOptions host = RuntimeOptions::from_config(config_with(""));
+  EXPECT_FALSE(host.cpu_device_forward);
+  EXPECT_FALSE(host.device_forward());
+  const RuntimeOptions dev =
+      RuntimeOptions::from_config(config_with("", "[executor]\ncpu_forward = \"device\"\n"));
+  EXPECT_TRUE(dev.cpu_device_forward);
+  EXPECT_TRUE(dev.device_forward());
+  EXPECT_EQ(dev.device, "cpu");
+  const RuntimeOptions cuda = RuntimeOptions::from_config(
+      config_with("", "[executor]\ndevice = \"cuda\"\ncpu_forward = \"device\"\n"));
+  EXPECT_FALSE(cuda.cpu_device_forward);
+  EXPECT_TRUE(cuda.device_forward());
+  std::string why =
+      refusal(config_with("dtype = \"bf16\"\n", "[executor]\ncpu_forward = \"device\"\n"));
+  EXPECT_NE(why.find("x.toml:3:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("cpu_forward = \"device\""), std::string::npos) << why;
+  why = refusal(config_with("", "[executor]\ncpu_forward = \"device\"\nreduction_parts = 2\n"));
+  EXPECT_NE(why.find("x.toml:5:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("reduction_parts = 2"), std::string::npos) << why;
 }
 
 }  // namespace

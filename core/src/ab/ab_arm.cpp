@@ -64,6 +64,7 @@ Arm make_arm(std::string name, Config config, const std::vector<std::filesystem:
       options.linear_weights_in_bf16 == share_with->runtime->options().linear_weights_in_bf16 &&
       options.bf16_activations == share_with->runtime->options().bf16_activations &&
       options.device == share_with->runtime->options().device &&
+      options.cpu_device_forward == share_with->runtime->options().cpu_device_forward &&
       options.cuda_module == share_with->runtime->options().cuda_module;
   if (share) {
     arm.runtime = std::make_unique<Runtime>(options, share_with->runtime->shared_model());
@@ -131,6 +132,7 @@ std::vector<std::array<std::string, 3>> config_differences(const Arm& a, const A
       std::filesystem::weakly_canonical(b.runtime->options().model_dir).string());
   add("model.max_context", num(x.model.max_context), num(y.model.max_context));
   add("executor.device", x.executor.device, y.executor.device);
+  add("executor.cpu_forward", x.executor.cpu_forward, y.executor.cpu_forward);
   add("executor.tensor_parallel", num(x.executor.tensor_parallel), num(y.executor.tensor_parallel));
   add("executor.reduction_parts", num(x.executor.reduction_parts), num(y.executor.reduction_parts));
   add("kv_cache.plugin", x.kv_cache.plugin, y.kv_cache.plugin);

@@ -217,8 +217,10 @@ DeviceBenchResult run_device_bench(const DeviceBenchOptions& o) {
   r.model = options.model_dir.string();
   r.attention = rt.attention().name();
   r.kv_cache = rt.kv_format().name();
-  r.device = rt.on_device() ? rt.device()->describe()
-                            : fmt::format("cpu: {}, {} threads", machine_description(), threads);
+  const std::string cpu = fmt::format("cpu: {}, {} threads", machine_description(), threads);
+  r.device = !rt.on_device()                                   ? cpu
+             : rt.device()->kind() == device::DeviceKind::kCpu ? cpu + ", the device forward"
+                                                               : rt.device()->describe();
   r.copy_gbps = runtime_copy_gbps(rt, threads);
   const ModelFootprint model = footprint(rt);
   for (const int64_t b : o.batches) {
@@ -282,6 +284,9 @@ std::string format_device_bench(const DeviceBenchOptions& o, const DeviceBenchRe
   if (!r.rows.empty() && !r.rows.front().breakdown_ms.empty()) {
     s += r.rows.front().graphs
              ? "decode steps replay piecewise CUDA graphs (executor.cuda_graphs)\n\n"
+         : r.device.starts_with("cpu")
+             ? "decode steps of the device forward on the cpu backend (executor.cpu_forward = "
+               "\"device\")\n\n"
              : "decode steps run eagerly (executor.cuda_graphs = false)\n\n";
   }
   s += "| batch | ms / step | ms / output token | tokens/s | weight MB / step | kv MB / step | "

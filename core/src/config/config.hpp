@@ -54,6 +54,7 @@ struct ModelSection {
 struct ExecutorSection {
   std::string device;       // "cpu" | "cuda"
   std::string cuda_module;  // "native" | "emulated" | a path to a device module
+  std::string cpu_forward;  // "host" | "device": which forward device = "cpu" runs
   std::int64_t tensor_parallel = 0;
   std::int64_t threads = 0;               // 0: all hardware threads, shared among the ranks
   std::int64_t reduction_parts = 1;       // row-parallel sums as this many tree-added products

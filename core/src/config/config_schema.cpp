@@ -130,6 +130,15 @@ const std::vector<KeySpec>& keys() {
            "libtessera_cuda.so), \"emulated\" (the SIMT emulator on the CPU, "
            "libtessera_cuda_emulated.so: every kernel on a machine without a GPU, slowly) or the "
            "path of a module file (docs/cuda.md)."),
+      choice("executor", "cpu_forward", TS_CONFIG_FIELD(executor.cpu_forward), "host",
+             {"host", "device"},
+             "Which forward device = \"cpu\" runs. \"host\": the host forward, the fastest "
+             "on a CPU; FP8 layers multiply the dequantised weights, as transformers does. "
+             "\"device\": the device forward on the device layer's cpu backend, the one a GPU "
+             "runs (docs/cuda.md): weights stay in the checkpoint's formats (less memory), FP8 "
+             "layers are W8A8 as the official inference code computes them, and moe_split = "
+             "\"ep\" and collective_dtype = \"bf16\" apply; model.dtype = \"bf16\" and "
+             "reduction_parts are host-forward options. No effect with device = \"cuda\"."),
       integer("executor", "tensor_parallel", TS_CONFIG_FIELD(executor.tensor_parallel), 1, {1, 8},
               "Number of ranks (one per GPU, or CPU ranks in one process)."),
       integer("executor", "threads", TS_CONFIG_FIELD(executor.threads), 0, {0, 1024},
@@ -144,14 +153,15 @@ const std::vector<KeySpec>& keys() {
       choice("executor", "moe_split", TS_CONFIG_FIELD(executor.moe_split), "tp", {"tp", "ep"},
              "How tensor-parallel ranks share the routed experts: \"tp\" cuts every expert's "
              "width between the ranks, \"ep\" gives each rank whole experts (E / "
-             "tensor_parallel of them; tokens are replicated, so no all-to-all). device = "
-             "\"cuda\" only (docs/engine.md)."),
+             "tensor_parallel of them; tokens are replicated, so no all-to-all). The device "
+             "forward's ranks only (device = \"cuda\", or cpu_forward = \"device\") "
+             "(docs/engine.md)."),
       choice("executor", "collective_dtype", TS_CONFIG_FIELD(executor.collective_dtype), "fp32",
              {"fp32", "bf16"},
              "The values the device ranks' two all-reduces per layer (after wo_b and after the "
              "MoE) exchange: \"bf16\" halves their bytes and rounds each rank's part and the "
-             "sum to bf16; the vocabulary all-gather stays fp32. device = \"cuda\" only "
-             "(docs/engine.md)."),
+             "sum to bf16; the vocabulary all-gather stays fp32. The device forward's ranks "
+             "only (device = \"cuda\", or cpu_forward = \"device\") (docs/engine.md)."),
       boolean("executor", "cuda_graphs", TS_CONFIG_FIELD(executor.cuda_graphs), true,
               "Decode steps (one token per sequence) on a CUDA device replay CUDA graphs of the "
               "forward's work between plugin calls, captured per batch-size bucket after one "

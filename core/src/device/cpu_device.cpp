@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/number_formats.cuh"
 #include "ops/linear.hpp"
+#include "ops/linear_low_precision.hpp"
 #include "ops/moe_grouping.hpp"
 #include "ops/norms.hpp"
 #include "ops/scan_columns.hpp"
@@ -26,75 +26,16 @@
 #include "weights/numeric_formats.hpp"
 
 namespace tessera::device {
-namespace {
-
-// Row r of x quantised per 1x128 block as the FP8 layers take it: values decoded back to fp32
-// (exact) and one scale per block.
-void quantise_row(const float* x, int64_t in, std::vector<float>& q, std::vector<float>& scales) {
-  constexpr int64_t kBlock = 128;
-  const int64_t blocks = (in + kBlock - 1) / kBlock;
-  q.resize(static_cast<size_t>(in));
-  scales.resize(static_cast<size_t>(blocks));
-  for (int64_t kb = 0; kb < blocks; ++kb) {
-    const int64_t end = std::min(in, (kb + 1) * kBlock);
-    float amax = 0.0f;
-    for (int64_t i = kb * kBlock; i < end; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float s = formats::e4m3_block_scale(amax);
-    scales[kb] = s;
-    for (int64_t i = kb * kBlock; i < end; ++i)
-      q[i] = formats::e4m3_to_float(formats::float_to_e4m3(x[i] / s));
-  }
-}
-
-}  // namespace
-
-// The definition of the FP8 product, written out: per 128-input block, the fp32 sum of the
-// quantised activations times the decoded weights, scaled by both blocks' scales.
+// The FP8 and FP4 products (ops/linear_low_precision.hpp): our GEMM on W decoded a few rows at a
+// time, the definitions written out where OpenBLAS runs.
 void CpuOps::linear_fp8(const Stream&, const float* x, int64_t rows, int64_t in, const uint8_t* w,
                         const uint8_t* w_scale, int64_t out, float* y) const {
-  constexpr int64_t kBlock = 128;
-  const int64_t blocks = (in + kBlock - 1) / kBlock;
-  std::vector<float> q, scales;
-  for (int64_t r = 0; r < rows; ++r) {
-    quantise_row(x + r * in, in, q, scales);
-    for (int64_t o = 0; o < out; ++o) {
-      float acc = 0.0f;
-      for (int64_t kb = 0; kb < blocks; ++kb) {
-        float partial = 0.0f;
-        for (int64_t i = kb * kBlock; i < std::min(in, (kb + 1) * kBlock); ++i)
-          partial += q[i] * formats::e4m3_to_float(w[o * in + i]);
-        acc += partial * (scales[kb] * formats::ue8m0_to_float(w_scale[o / kBlock * blocks + kb]));
-      }
-      y[r * out + o] = acc;
-    }
-  }
+  ops::linear_fp8(x, rows, in, w, w_scale, out, y);
 }
 
-// The FP4 product: the same activations, each 32-input group's sum scaled by its weight scale.
 void CpuOps::linear_fp4(const Stream&, const float* x, int64_t rows, int64_t in, const uint8_t* w,
                         const uint8_t* w_scale, int64_t out, float* y) const {
-  constexpr int64_t kBlock = 128, kGroup = 32;
-  TS_CHECK(in % kGroup == 0, "linear_fp4: in = {} is not a multiple of 32", in);
-  std::vector<float> q, scales;
-  for (int64_t r = 0; r < rows; ++r) {
-    quantise_row(x + r * in, in, q, scales);
-    for (int64_t o = 0; o < out; ++o) {
-      float acc = 0.0f;
-      for (int64_t kb = 0; kb * kBlock < in; ++kb) {
-        float block = 0.0f;
-        for (int64_t g = kb * kBlock; g < std::min(in, (kb + 1) * kBlock); g += kGroup) {
-          float group = 0.0f;
-          for (int64_t i = g; i < g + kGroup; ++i) {
-            const uint8_t pair = w[o * (in / 2) + i / 2];
-            group += q[i] * formats::e2m1_to_float(i % 2 == 0 ? pair & 0xF : pair >> 4);
-          }
-          block += group * formats::ue8m0_to_float(w_scale[o * (in / kGroup) + g / kGroup]);
-        }
-        acc += block * scales[kb];
-      }
-      y[r * out + o] = acc;
-    }
-  }
+  ops::linear_fp4(x, rows, in, w, w_scale, out, y);
 }
 
 void CpuOps::route_tokens(const Stream&, const ops::MoeRouting& routing, float* scores,
@@ -108,7 +49,9 @@ void CpuOps::hc_mix_logits(const Stream&, const float* streams, int64_t tokens, 
   ops::linear_strided(streams, tokens, width, width, fn, rows, width, mix, rows);
   for (int64_t t = 0; t < tokens; ++t) {
     const float r = ops::rms_scale(streams + t * width, width, eps);
-    for (int64_t i = 0; i < rows; ++i) mix[t * rows + i] *= r;
+    for (int64_t i = 0; i < rows; ++i) {
+      mix[t * rows + i] *= r;
+    }
   }
 }
 
@@ -141,17 +84,22 @@ void CpuOps::scan_rows(const Stream&, const float* logits, int64_t rows, int64_t
 
 void CpuOps::gather_rows(const Stream&, const float* x, const int64_t* source, int64_t rows,
                          int64_t D, float* gathered) const {
-  for (int64_t r = 0; r < rows; ++r) std::copy_n(x + source[r] * D, D, gathered + r * D);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(x + source[r] * D, D, gathered + r * D);
+  }
 }
 
 // The combine of model/moe.cpp: per token, dst += w * row for its rows in expert order.
 void CpuOps::moe_combine(const Stream&, const float* results, const int64_t* src,
                          const float* weight, int64_t tokens, int64_t K, int64_t D,
                          float* out) const {
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t i = 0; i < D; ++i)
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t i = 0; i < D; ++i) {
         out[t * D + i] += weight[t * K + k] * results[src[t * K + k] * D + i];
+      }
+    }
+  }
 }
 
 void CpuOps::moe_group(const Stream&, const int32_t* picked, const float* weight, int64_t tokens,
@@ -165,7 +113,9 @@ void CpuOps::grouped_linear(const Stream& stream, LinearFormat format, const flo
                             int64_t experts, const int64_t* offsets, int64_t out, float* y) const {
   for (int64_t e = 0; e < experts; ++e) {
     const int64_t first = offsets[e], rows = offsets[e + 1] - first;
-    if (rows <= 0) continue;
+    if (rows <= 0) {
+      continue;
+    }
     const float* xe = x + first * in;
     float* ye = y + first * out;
     switch (format) {
@@ -189,16 +139,19 @@ void CpuOps::grouped_linear(const Stream& stream, LinearFormat format, const flo
 
 void CpuOps::rms_norm(const Stream&, float* x, int64_t rows, int64_t width, const float* weight,
                       float eps) const {
-  if (weight != nullptr)
+  if (weight != nullptr) {
     ops::rms_norm(x, rows, width, weight, eps);
-  else
+  } else {
     ops::rms_norm_unweighted(x, rows, width, eps);
+  }
 }
 
 void CpuOps::rms_norm_bf16(const Stream& stream, float* x, int64_t rows, int64_t width,
                            const uint16_t* weight, float eps) const {
   std::vector<float> widened(static_cast<size_t>(width));
-  for (int64_t i = 0; i < width; ++i) widened[i] = weights::bf16_to_f32(weight[i]);
+  for (int64_t i = 0; i < width; ++i) {
+    widened[i] = weights::bf16_to_f32(weight[i]);
+  }
   rms_norm(stream, x, rows, width, widened.data(), eps);
 }
 
@@ -208,10 +161,13 @@ void CpuOps::swiglu(const Stream&, float* g, const float* u, int64_t count, floa
 
 void CpuOps::embed_bf16(const Stream&, const uint16_t* table, int64_t width, const int32_t* ids,
                         int64_t rows, int64_t copies, float* out) const {
-  for (int64_t t = 0; t < rows; ++t)
-    for (int64_t c = 0; c < copies; ++c)
-      for (int64_t i = 0; i < width; ++i)
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t c = 0; c < copies; ++c) {
+      for (int64_t i = 0; i < width; ++i) {
         out[(t * copies + c) * width + i] = weights::bf16_to_f32(table[ids[t] * width + i]);
+      }
+    }
+  }
 }
 
 void CpuOps::linear_bf16(const Stream&, const float* x, int64_t rows, int64_t in, const uint16_t* w,
@@ -223,9 +179,11 @@ void CpuOps::linear_bf16(const Stream&, const float* x, int64_t rows, int64_t in
 
 void CpuOps::embed_f32(const Stream&, const float* table, int64_t width, const int32_t* ids,
                        int64_t rows, int64_t copies, float* out) const {
-  for (int64_t t = 0; t < rows; ++t)
-    for (int64_t c = 0; c < copies; ++c)
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t c = 0; c < copies; ++c) {
       std::copy_n(table + ids[t] * width, width, out + (t * copies + c) * width);
+    }
+  }
 }
 
 void CpuOps::linear_f32(const Stream&, const float* x, int64_t rows, int64_t in, const float* w,
@@ -235,21 +193,30 @@ void CpuOps::linear_f32(const Stream&, const float* x, int64_t rows, int64_t in,
 }
 
 void CpuOps::scale(const Stream&, float* x, int64_t count, float s) const {
-  for (int64_t i = 0; i < count; ++i) x[i] *= s;
+  for (int64_t i = 0; i < count; ++i) {
+    x[i] *= s;
+  }
 }
 
 void CpuOps::swap_outer_axes(const Stream&, const float* x, int64_t A, int64_t B, int64_t C,
                              float* out) const {
-  for (int64_t a = 0; a < A; ++a)
-    for (int64_t b = 0; b < B; ++b) std::copy_n(x + (a * B + b) * C, C, out + (b * A + a) * C);
+  for (int64_t a = 0; a < A; ++a) {
+    for (int64_t b = 0; b < B; ++b) {
+      std::copy_n(x + (a * B + b) * C, C, out + (b * A + a) * C);
+    }
+  }
 }
 
 void CpuOps::round_to_bf16(const Stream&, const float* x, int64_t count, uint16_t* out) const {
-  for (int64_t i = 0; i < count; ++i) out[i] = weights::f32_to_bf16(x[i]);
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = weights::f32_to_bf16(x[i]);
+  }
 }
 
 void CpuOps::widen_bf16(const Stream&, const uint16_t* in, int64_t count, float* y) const {
-  for (int64_t i = 0; i < count; ++i) y[i] = weights::bf16_to_f32(in[i]);
+  for (int64_t i = 0; i < count; ++i) {
+    y[i] = weights::bf16_to_f32(in[i]);
+  }
 }
 
 // Each window's rows gathered from the step or the ring, then dsv4::softmax_pool over them as
@@ -330,8 +297,9 @@ void* aligned_heap(size_t bytes) {
   constexpr size_t kAlign = 256;
   const size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, rounded);
-  if (p == nullptr)
+  if (p == nullptr) {
     throw std::runtime_error("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+  }
   return p;
 }
 
@@ -363,12 +331,15 @@ using Clock = std::chrono::steady_clock;
 Event CpuDevice::create_timing_event() { return Event(this, new Clock::time_point()); }
 
 void CpuDevice::record(const Event& event, const Stream&) {
-  if (event.handle() != nullptr) *static_cast<Clock::time_point*>(event.handle()) = Clock::now();
+  if (event.handle() != nullptr) {
+    *static_cast<Clock::time_point*>(event.handle()) = Clock::now();
+  }
 }
 
 double CpuDevice::elapsed_ms(const Event& start, const Event& end) {
-  if (start.handle() == nullptr || end.handle() == nullptr)
+  if (start.handle() == nullptr || end.handle() == nullptr) {
     throw std::invalid_argument("cpu elapsed_ms: give events made by create_timing_event()");
+  }
   return std::chrono::duration<double, std::milli>(
              *static_cast<const Clock::time_point*>(end.handle()) -
              *static_cast<const Clock::time_point*>(start.handle()))

@@ -34,11 +34,13 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
              "executor: tensor_parallel = {}, the runtime placed the shares of {} ranks",
              tensor_parallel, runtime.options().tensor_parallel);
     TS_CHECK(reduction_parts == 1,
-             "executor.reduction_parts = {} splits the CPU ranks' products; the device forward "
+             "executor.reduction_parts = {} splits the host forward's products; the device forward "
              "takes 1",
              reduction_parts);
     ranks_.push_back(std::make_unique<Rank>(config, runtime.model(), runtime.pools()));
-    if (tensor_parallel == 1) return;
+    if (tensor_parallel == 1) {
+      return;
+    }
     start_device_ranks(tensor_parallel);
     return;
   }
@@ -82,12 +84,15 @@ Executor::Executor(Runtime& runtime, int tensor_parallel, int threads, int reduc
 // Ranks 1..N-1, each with its share of the weights, its own stream, kv pools and collectives
 // (executor/device_rank.hpp); rank 0 is the runtime's device forward. Rank r computes on device
 // ordinal (rank 0's + r) when the module has that many: GPUs joined by NCCL, or emulated devices
-// joined by the host group. With fewer, emulated ranks share rank 0's device; GPU ranks are
-// refused (NCCL takes one rank per GPU).
+// joined by the host group. With fewer, emulated ranks share rank 0's device; so do the cpu
+// backend's ranks (a stream each, joined by the host group); GPU ranks are refused (NCCL takes
+// one rank per GPU).
 void Executor::start_device_ranks(int tensor_parallel) {
   device::Device& leader = *runtime_.device();
-  const bool own_devices = leader.device_count() - leader.ordinal() >= tensor_parallel;
-  TS_CHECK(own_devices || leader.emulated(),
+  const bool host_collectives = leader.emulated() || leader.kind() == device::DeviceKind::kCpu;
+  const bool own_devices = leader.kind() != device::DeviceKind::kCpu &&
+                           leader.device_count() - leader.ordinal() >= tensor_parallel;
+  TS_CHECK(own_devices || host_collectives,
            "executor.tensor_parallel = {} on {}: one GPU per rank is needed (NCCL takes one rank "
            "per GPU), and the CUDA module reports {} device(s)",
            tensor_parallel, leader.describe(), leader.device_count());
@@ -100,7 +105,7 @@ void Executor::start_device_ranks(int tensor_parallel) {
   }
   group_ = std::make_unique<HostCommGroup>(tensor_parallel);  // the step plans, and emulated data
   std::vector<std::unique_ptr<device::DeviceCommunicator>> comms;
-  if (leader.emulated()) {
+  if (host_collectives) {
     for (int r = 0; r < tensor_parallel; ++r) {
       comms.push_back(make_host_memory_communicator(*group_, r, *on[static_cast<size_t>(r)]));
     }
@@ -126,7 +131,7 @@ void Executor::start_device_ranks(int tensor_parallel) {
   }
   spdlog::info("executor: tensor_parallel = {} ranks on {} ({}), collectives {}", tensor_parallel,
                own_devices ? "a device each" : "one device, a stream each",
-               fmt::join(rank_devices_, "; "), leader.emulated() ? "through host memory" : "NCCL");
+               fmt::join(rank_devices_, "; "), host_collectives ? "through host memory" : "NCCL");
 }
 
 void Executor::abort_group(const std::string& reason) {

@@ -19,9 +19,10 @@ namespace tessera {
 Runtime::Runtime(const RuntimeOptions& options) : options_(options) { build(nullptr, nullptr); }
 
 Runtime::Runtime(const RuntimeOptions& options, SharedModel shared) : options_(options) {
-  if (options_.device == "cuda") {
+  if (options_.device_forward()) {
     TS_CHECK(shared.device != nullptr,
-             "runtime: device = \"cuda\" can share only the model of another runtime on a device");
+             "runtime: the device forward can share only the model of another runtime on a "
+             "device");
     std::vector<std::filesystem::path> dirs = options_.plugin_dirs;
     for (auto& d : PluginRegistry::default_search_path()) {
       dirs.push_back(d);
@@ -57,9 +58,9 @@ void Runtime::build(const dsv4::ModelConfig* config,
   registry_.discover(dirs);
 
   model_config_ = config ? *config : dsv4::load_model_config(options_.model_dir);
-  if (options_.device == "cuda") {
+  if (options_.device_forward()) {
     TS_CHECK(config == nullptr && !weights,
-             "runtime: device = \"cuda\" loads its checkpoint from model.path itself");
+             "runtime: the device forward loads its checkpoint from model.path itself");
     build_on_device(nullptr);
     return;
   }
@@ -110,7 +111,7 @@ void Runtime::build(const dsv4::ModelConfig* config,
 void Runtime::build_on_device(std::shared_ptr<const DeviceResidentModel> shared) {
   if (shared == nullptr) {
     auto placed = std::make_shared<DeviceResidentModel>();
-    placed->device = device::open_device({"cuda", 0, options_.cuda_module});
+    placed->device = device::open_device({options_.device, 0, options_.cuda_module});
     spdlog::info("runtime: device {}", placed->device->describe());
     const device::Stream upload = placed->device->create_stream();
     // Tensor parallelism: rank 0's share (the executor places the other ranks').

@@ -2,10 +2,12 @@
 // kv-cache format, attention and sampler plugins, the page pools and the model. Owns them all;
 // destroy the Runtime after every SequenceKv made from its pools.
 //
-// With options.device = "cuda" it opens the device (options.cuda_module), places the checkpoint
-// on it in its stored formats, creates the kv format and attention plugin for it with the pages
-// in its memory, and runs the device forward (model/device_model.hpp); weights() is then null
-// (no host copy of the model). The sampler stays on the host.
+// Under the device forward (options.device = "cuda", or "cpu" with executor.cpu_forward =
+// "device": the device layer's cpu backend) it opens the device (options.cuda_module), places the
+// checkpoint on it in its stored formats, creates the kv format and attention plugin for it with
+// the pages in its memory, and runs the device forward (model/device_model.hpp); weights() is
+// then null (no host copy of the model in the host forward's formats). The sampler stays on the
+// host.
 //
 // A/B arms differ in plugins, never in the model: an arm's Runtime is built on another's
 // shared_model(), the weights in host memory or, on a device, the device with the checkpoint
@@ -37,7 +39,7 @@ struct DeviceResidentModel {
   std::unique_ptr<dsv4::DeviceModelView> view;
 };
 
-// What one Runtime lends another: its weights in host memory (cpu) or on its device (cuda).
+// What one Runtime lends another: its weights for the host forward, or on its device.
 struct SharedModel {
   std::shared_ptr<const dsv4::ModelWeights> host;
   std::shared_ptr<const DeviceResidentModel> device;
@@ -47,7 +49,7 @@ class Runtime {
  public:
   explicit Runtime(const RuntimeOptions& options);
   // Shares the model of another runtime (A/B arms that differ only in plugins); the device and
-  // the cpu/cuda choice must be the same.
+  // the choice of forward must be the same.
   Runtime(const RuntimeOptions& options, SharedModel shared);
   // A model given in memory (random weights for benchmarks); options.model_dir is not read.
   Runtime(const RuntimeOptions& options, const dsv4::ModelConfig& config,
@@ -59,10 +61,11 @@ class Runtime {
   const std::shared_ptr<const dsv4::ModelWeights>& weights() const { return weights_; }
   SharedModel shared_model() const { return {weights_, on_device_}; }
   dsv4::ForwardModel& model() { return *model_; }
-  // device = "cuda": the device forward (rank 0's share under tensor parallelism); else null.
+  // The device forward (rank 0's share under tensor parallelism); null under the host forward.
   dsv4::DeviceModel* device_model() { return on_device_ ? device_model_ : nullptr; }
   bool on_device() const { return on_device_ != nullptr; }
-  // device = "cuda": the device and this runtime's stream (null / an empty stream on the CPU).
+  // The device forward's device and this runtime's stream (null / an empty stream under the host
+  // forward).
   device::Device* device() const { return on_device_ ? on_device_->device.get() : nullptr; }
   const device::Stream& stream() const { return stream_; }
   const KvFormat& kv_format() const { return *kv_.format; }
@@ -84,7 +87,7 @@ class Runtime {
   void log_summary() const;
 
   RuntimeOptions options_;
-  // device = "cuda" only (possibly another arm's); its device outlives all below
+  // The device forward's only (possibly another arm's); its device outlives all below
   std::shared_ptr<const DeviceResidentModel> on_device_;
   device::Stream stream_;
   PluginRegistry registry_;

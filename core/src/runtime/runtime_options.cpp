@@ -14,9 +14,13 @@ namespace {
 
 std::filesystem::path resolve_model_path(const Config& config) {
   const std::filesystem::path raw(config.model.path);
-  if (raw.is_absolute() || std::filesystem::exists(raw)) return raw;
+  if (raw.is_absolute() || std::filesystem::exists(raw)) {
+    return raw;
+  }
   const auto beside = std::filesystem::path(config.source_name).parent_path() / raw;
-  if (std::filesystem::exists(beside)) return beside;
+  if (std::filesystem::exists(beside)) {
+    return beside;
+  }
   throw Error(config.location_of("model.path").to_string() + ": model directory `" + raw.string() +
               "` not found (looked in the working directory and next to the "
               "config file)");
@@ -41,21 +45,24 @@ void copy_values(const Config& config, RuntimeOptions& o) {
   o.bf16_activations = config.model.dtype == "bf16";
   o.device = config.executor.device;
   o.cuda_module = config.executor.cuda_module;
+  o.cpu_device_forward = o.device != "cuda" && config.executor.cpu_forward == "device";
   o.tensor_parallel = static_cast<int>(config.executor.tensor_parallel);
   o.expert_parallel = config.executor.moe_split == "ep";
   o.bf16_collectives = config.executor.collective_dtype == "bf16";
   o.cuda_graphs = config.executor.cuda_graphs;
   o.cuda_graph_max_batch = config.executor.cuda_graph_max_batch;
-  TS_CHECK(!o.bf16_collectives || o.device == "cuda",
-           "{}: collective_dtype = \"bf16\" is for device = \"cuda\" ranks (a GPU or the "
-           "emulator); the CPU ranks sum in fp32: use collective_dtype = \"fp32\"",
+  TS_CHECK(!o.bf16_collectives || o.device_forward(),
+           "{}: collective_dtype = \"bf16\" is for the device forward's ranks (device = "
+           "\"cuda\", or cpu_forward = \"device\"); the host forward's ranks sum in fp32: use "
+           "collective_dtype = \"fp32\"",
            config.location_of("executor.collective_dtype").to_string());
   // The same configuration on the SIMT emulator (CI, machines without a GPU): the environment
   // names the module instead of the file, and the log says so.
   if (const char* env = std::getenv("TESSERA_CUDA_MODULE"); env != nullptr && *env != '\0') {
-    if (o.device == "cuda")
+    if (o.device == "cuda") {
       spdlog::warn("executor.cuda_module = \"{}\" from TESSERA_CUDA_MODULE (the file says \"{}\")",
                    env, o.cuda_module);
+    }
     o.cuda_module = env;
   }
 }
@@ -71,15 +78,23 @@ RuntimeOptions RuntimeOptions::from_config(const Config& config) {
   RuntimeOptions o;
   copy_values(config, o);
   o.model_dir = resolve_model_path(config);
-  if (config.executor.device == "cuda") {
+  if (o.device_forward()) {
     TS_CHECK(config.model.dtype != "bf16",
-             "{}: model.dtype = \"bf16\" selects the CPU's bf16-activation GEMMs; with device = "
-             "\"cuda\" use \"auto\" (the device computes in fp32, FP8 layers as W8A8)",
-             config.location_of("model.dtype").to_string());
+             "{}: model.dtype = \"bf16\" selects the host forward's bf16-activation GEMMs; the "
+             "device forward ({}) computes in fp32, FP8 layers as W8A8: use \"auto\"",
+             config.location_of("model.dtype").to_string(),
+             o.device == "cuda" ? "device = \"cuda\"" : "cpu_forward = \"device\"");
+    TS_CHECK(config.executor.reduction_parts == 1,
+             "{}: reduction_parts = {} splits the host forward's products; the device forward "
+             "({}) takes 1",
+             config.location_of("executor.reduction_parts").to_string(),
+             config.executor.reduction_parts,
+             o.device == "cuda" ? "device = \"cuda\"" : "cpu_forward = \"device\"");
   }
-  TS_CHECK(!o.expert_parallel || o.device == "cuda",
-           "{}: moe_split = \"ep\" runs on device = \"cuda\" ranks (a GPU or the emulator); the "
-           "CPU ranks cut the experts by tensor parallelism: use moe_split = \"tp\"",
+  TS_CHECK(!o.expert_parallel || o.device_forward(),
+           "{}: moe_split = \"ep\" runs on the device forward's ranks (device = \"cuda\", or "
+           "cpu_forward = \"device\"); the host forward's ranks cut the experts by tensor "
+           "parallelism: use moe_split = \"tp\"",
            config.location_of("executor.moe_split").to_string());
   if (o.bf16_activations) {
     TS_CHECK(ops::gemm_nt_bf16_available() && ops::gemm_reads_bf16_weights(),

@@ -42,9 +42,14 @@ struct RuntimeOptions {
   // executor.cuda_module: which CUDA device module serves it.
   std::string device;
   std::string cuda_module;
-  // executor.tensor_parallel: with device = "cuda" the runtime places rank 0's share of the
-  // checkpoint (the executor places the other ranks'); the CPU runtime holds the whole model and
-  // the executor cuts the shares.
+  // executor.cpu_forward = "device": device = "cpu" runs the device forward on the device layer's
+  // cpu backend (model/device_model.hpp) instead of the host forward (model/dsv4_model.hpp).
+  bool cpu_device_forward{};
+  // The device forward runs the ranks: device = "cuda", or cpu_forward = "device".
+  [[nodiscard]] bool device_forward() const { return device == "cuda" || cpu_device_forward; }
+  // executor.tensor_parallel: under the device forward the runtime places rank 0's share of the
+  // checkpoint (the executor places the other ranks'); the host forward's runtime holds the whole
+  // model and the executor cuts the shares.
   int tensor_parallel{};
   // executor.moe_split = "ep": each device rank holds E / tensor_parallel whole routed experts
   // (model/device_shard.hpp); "tp" cuts every expert's width.
