@@ -40,7 +40,10 @@ float quantised(float v, float inv_s, float s) {
 // x rows quantised per 1x128 block and decoded, each value times its block's scale (exact: a
 // power-of-two scale of an e4m3 value). NaN values stay NaN.
 void quantise_rows(const float* x, int64_t rows, int64_t in, float* q) {
-  parallel_for(rows, compute_threads(), [&](int64_t r) {
+  // A few rows (a decode step's) take less time than handing them to the helpers.
+  constexpr int64_t kValuesPerHandOff = int64_t{32} * 1024;
+  const int threads = rows * in < kValuesPerHandOff ? 1 : compute_threads();
+  parallel_for(rows, threads, [&](int64_t r) {
     const float* xr = x + r * in;
     float* qr = q + r * in;
     for (int64_t b = 0; b < in; b += kBlock) {
@@ -73,7 +76,11 @@ void tiled_product(const float* q, int64_t rows, int64_t in, int64_t out, float*
     tile *= 2;
   }
   const int64_t tiles = (out + tile - 1) / tile;
-  parallel_for(tiles, compute_threads(), [&](int64_t t) {
+  // Helpers join for products worth a hand-off (decoding a weight costs about 4 multiply-adds).
+  const int64_t work = out * in * (rows + 4);
+  const int threads = static_cast<int>(
+      std::clamp<int64_t>(work / linear_detail::kMinMaddsPerItem, 1, compute_threads()));
+  parallel_for(tiles, threads, [&](int64_t t) {
     thread_local std::vector<uint16_t> decoded;
     const int64_t o0 = t * tile, n = std::min(tile, out - o0);
     decoded.resize(static_cast<size_t>(n * in));
@@ -116,7 +123,8 @@ void linear_fp8(const float* x, int64_t rows, int64_t in, const uint8_t* w, cons
     linear_fp8_reference(x, rows, in, w, w_scale, out, y);
     return;
   }
-  std::vector<float> q(static_cast<size_t>(rows * in));
+  thread_local std::vector<float> q;  // the caller's: the helpers only read it
+  q.resize(static_cast<size_t>(rows * in));
   quantise_rows(x, rows, in, q.data());
   tiled_product(q.data(), rows, in, out, y, [&](int64_t o0, int64_t n, uint16_t* decoded) {
     decode_fp8_tile(w, w_scale, in, o0, n, decoded);
@@ -130,7 +138,8 @@ void linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w, cons
     linear_fp4_reference(x, rows, in, w, w_scale, out, y);
     return;
   }
-  std::vector<float> q(static_cast<size_t>(rows * in));
+  thread_local std::vector<float> q;  // the caller's: the helpers only read it
+  q.resize(static_cast<size_t>(rows * in));
   quantise_rows(x, rows, in, q.data());
   tiled_product(q.data(), rows, in, out, y, [&](int64_t o0, int64_t n, uint16_t* decoded) {
     decode_fp4_tile(w, w_scale, in, o0, n, decoded);
