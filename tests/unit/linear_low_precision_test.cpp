@@ -21,6 +21,7 @@
 #include "ops/compute_threads.hpp"
 #include "ops/gemm_nt.hpp"
 #include "ops/linear.hpp"
+#include "ops/low_precision_decode.hpp"
 
 namespace tessera::ops {
 namespace {
@@ -174,6 +175,49 @@ TEST_F(LinearLowPrecision, ActivationsRoundToE4m3InTheirBlock) {
         const float want = formats::e4m3_to_float(formats::float_to_e4m3(v / s)) * s;
         ASSERT_TRUE(same(y[static_cast<size_t>(r * in + i)], want))
             << "backend " << gemm_backend_name() << " row " << r << " x " << v << " scale " << s;
+      }
+    }
+  }
+}
+
+// The decoders alone, at every UE8M0 code (the table paths move exponents; scales that would leave
+// bf16's normal range take the multiplying path): each value is the top half of formats::' value
+// times the scale, as the definition computes it.
+TEST_F(LinearLowPrecision, DecodedTilesAreTheScaledValuesAtEveryScale) {
+  std::vector<uint8_t> w8(256), w4(256);
+  for (int c = 0; c < 256; ++c) {
+    w8[static_cast<size_t>(c)] = static_cast<uint8_t>(c);
+    w4[static_cast<size_t>(c)] = static_cast<uint8_t>(c);  // every pair of nibbles
+  }
+  std::vector<uint16_t> got8(256), got4(512);
+  auto check = [](uint16_t got, float want, const char* what, int code, int scale) {
+    const uint32_t widened = static_cast<uint32_t>(got) << 16;
+    float g = 0.0f;
+    std::memcpy(&g, &widened, 4);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(g)) << what << " code " << code << " scale code " << scale;
+      return;
+    }
+    ASSERT_EQ(static_cast<uint32_t>(got), bits(want) >> 16)
+        << what << " backend " << gemm_backend_name() << " code " << code << " scale code "
+        << scale;
+  };
+  for (const GemmBackend backend : backends()) {
+    set_gemm_backend(backend);
+    for (int k = 0; k < 256; ++k) {
+      const auto code = static_cast<uint8_t>(k);
+      const float s = formats::ue8m0_to_float(code);
+      const std::vector<uint8_t> s8{code, code}, s4(16, code);
+      decode_fp8_tile(w8.data(), s8.data(), 256, 0, 1, got8.data());
+      decode_fp4_tile(w4.data(), s4.data(), 512, 0, 1, got4.data());
+      for (int c = 0; c < 256; ++c) {
+        check(got8[static_cast<size_t>(c)], formats::e4m3_to_float(static_cast<uint8_t>(c)) * s,
+              "e4m3", c, k);
+      }
+      for (int i = 0; i < 512; ++i) {
+        const uint8_t pair = w4[static_cast<size_t>(i / 2)];
+        check(got4[static_cast<size_t>(i)],
+              formats::e2m1_to_float(i % 2 == 0 ? pair & 0xF : pair >> 4) * s, "e2m1", i, k);
       }
     }
   }

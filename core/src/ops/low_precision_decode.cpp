@@ -4,6 +4,9 @@
 //   (+120); a subnormal one (exponent 0) as its mantissa times 2^-9; 0x7F as NaN; then the sign.
 // - e2m1: the value looked up in a table of the sixteen codes (AVX2: of the eight magnitudes,
 //   then the sign).
+// - By table (AVX-512 BW): the unscaled value's bf16 bits looked up, then the scale's exponent
+//   added to their exponent field, which is the product's bits wherever the product is a normal
+//   bf16 number (the scales for which every value's is take this path).
 // Only functions marked TS_AVX512 / TS_AVX2 use those instructions (the file is compiled for the
 // baseline ISA); they run after a check of the CPU (linear_detail::avx512_kernel,
 // use_own_kernel).
@@ -12,6 +15,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "kernels/number_formats.cuh"
@@ -86,6 +90,68 @@ TS_AVX512 void e4m3_row_avx512(const uint8_t* w, int64_t count, float scale, uin
   }
 }
 
+// ---- AVX-512 BW: e4m3 by table ----
+
+#define TS_AVX512_BW __attribute__((target("avx512f,avx512dq,avx512bw")))
+
+bool avx512_bw() {
+  static const bool ok = __builtin_cpu_supports("avx512bw");
+  return ok;
+}
+
+// A scale 2^e with every e4m3 magnitude times it a normal bf16 number (2^-9 .. 448 times 2^e
+// inside 2^-126 .. 2^127): the table's values scale by adding e to their exponent field.
+bool table_scales(float scale, int32_t& e) {
+  uint32_t b = 0;
+  std::memcpy(&b, &scale, 4);
+  e = static_cast<int32_t>(b >> 23) - 127;
+  return (b & 0x807FFFFFu) == 0 && e >= -117 && e <= 119;
+}
+
+// The bf16 bits of every e4m3 magnitude code (0x7F: NaN).
+const uint16_t* e4m3_magnitudes() {
+  alignas(64) static const std::array<uint16_t, 128> table = [] {
+    std::array<uint16_t, 128> t{};
+    for (int m = 0; m < 128; ++m) {
+      t[static_cast<size_t>(m)] = top_half(formats::e4m3_to_float(static_cast<uint8_t>(m)));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+// One row's inputs [0, count) times 2^e (table_scales), 32 at a time: the magnitude looked up in
+// the 128-entry table (two 64-entry permutes), its exponent moved by e unless it is zero or NaN,
+// then the sign. count % 16 == 0.
+TS_AVX512_BW void e4m3_row_table(const uint8_t* w, int64_t count, float scale, int32_t e,
+                                 uint16_t* out) {
+  const uint16_t* t = e4m3_magnitudes();
+  const __m512i t0 = _mm512_load_si512(t), t1 = _mm512_load_si512(t + 32);
+  const __m512i t2 = _mm512_load_si512(t + 64), t3 = _mm512_load_si512(t + 96);
+  const __m512i low7 = _mm512_set1_epi16(0x7F), upper = _mm512_set1_epi16(0x40);
+  const __m512i exponent = _mm512_set1_epi16(static_cast<int16_t>(e * 128));
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + i + kAhead), _MM_HINT_T0);
+    const __m512i v =
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)));
+    const __m512i mag = _mm512_and_si512(v, low7);
+    __m512i bits = _mm512_mask_blend_epi16(_mm512_test_epi16_mask(mag, upper),
+                                           _mm512_permutex2var_epi16(t0, mag, t1),
+                                           _mm512_permutex2var_epi16(t2, mag, t3));
+    const __mmask32 finite_nonzero =
+        _mm512_test_epi16_mask(mag, low7) & _mm512_cmpneq_epi16_mask(mag, low7);
+    bits = _mm512_mask_add_epi16(bits, finite_nonzero, bits, exponent);
+    bits = _mm512_or_si512(bits, _mm512_slli_epi16(_mm512_srli_epi16(v, 7), 15));
+    _mm512_storeu_si512(out + i, bits);
+  }
+  if (i < count) {  // 16 left
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(out + i),
+        e4m3_16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)), _mm512_set1_ps(scale)));
+  }
+}
+
 TS_AVX512 void e2m1_row_avx512(const uint8_t* w, int64_t in, const uint8_t* scales, uint16_t* out) {
   const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
                                       -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
@@ -101,6 +167,44 @@ TS_AVX512 void e2m1_row_avx512(const uint8_t* w, int64_t in, const uint8_t* scal
     _mm512_storeu_si512(out + g * kGroup,
                         _mm512_or_si512(_mm512_srli_epi32(_mm512_castps_si512(lo), 16),
                                         _mm512_and_si512(_mm512_castps_si512(hi), high_half)));
+  }
+}
+
+// The bf16 bits of the sixteen e2m1 codes (and 16 unused entries).
+const uint16_t* e2m1_values() {
+  alignas(64) static const std::array<uint16_t, 32> table = [] {
+    std::array<uint16_t, 32> t{};
+    for (int c = 0; c < 16; ++c) {
+      t[static_cast<size_t>(c)] = top_half(formats::e2m1_to_float(static_cast<uint8_t>(c)));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+// The same row by table: each group's values looked up, their exponent moved by the group's
+// scale (UE8M0 code c: 2^(c - 127)) unless zero; a group whose scale would leave bf16's normal
+// range (codes 0 .. 1, 253 .. 255) as e2m1_row_avx512 does it.
+TS_AVX512_BW void e2m1_row_table(const uint8_t* w, int64_t in, const uint8_t* scales,
+                                 uint16_t* out) {
+  const __m512i table = _mm512_load_si512(e2m1_values());
+  const __m512i nibble = _mm512_set1_epi32(0xF), magnitude = _mm512_set1_epi16(0x7FFF);
+  for (int64_t g = 0; g < in / kGroup; ++g) {
+    const int32_t e = static_cast<int32_t>(scales[g]) - 127;
+    if (e < -125 || e > 125) {
+      e2m1_row_avx512(w + g * 16, kGroup, scales + g, out + g * kGroup);
+      continue;
+    }
+    _mm_prefetch(reinterpret_cast<const char*>(w + g * 16 + kAhead), _MM_HINT_T0);
+    const __m512i v =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + g * 16)));
+    // Code 2k (low nibble) in the low half of lane k, code 2k + 1 in its high half.
+    const __m512i codes = _mm512_or_si512(_mm512_and_si512(v, nibble),
+                                          _mm512_slli_epi32(_mm512_srli_epi32(v, 4), 16));
+    __m512i bits = _mm512_permutexvar_epi16(codes, table);
+    bits = _mm512_mask_add_epi16(bits, _mm512_test_epi16_mask(bits, magnitude), bits,
+                                 _mm512_set1_epi16(static_cast<int16_t>(e * 128)));
+    _mm512_storeu_si512(out + g * kGroup, bits);
   }
 }
 
@@ -179,7 +283,10 @@ void decode_fp8_tile(const uint8_t* w, const uint8_t* w_scale, int64_t in, int64
     for (int64_t i = 0; i < inputs; i += kBlock) {
       const int64_t count = std::min(kBlock, inputs - i);
       const float s = formats::ue8m0_to_float(w_scale[o / kBlock * blocks + i / kBlock]);
-      if (avx512) {
+      int32_t e = 0;
+      if (avx512 && avx512_bw() && table_scales(s, e)) {
+        e4m3_row_table(w + o * in + i, count, s, e, out + j * in + i);
+      } else if (avx512) {
         e4m3_row_avx512(w + o * in + i, count, s, out + j * in + i);
       } else {
         e4m3_row_avx2(w + o * in + i, count, s, out + j * in + i);
@@ -196,7 +303,9 @@ void decode_fp4_tile(const uint8_t* w, const uint8_t* w_scale, int64_t in, int64
     const int64_t o = o0 + j;
     const uint8_t* row = w + o * (in / 2);
     const uint8_t* scales = w_scale + o * (in / kGroup);
-    if (linear_detail::avx512_kernel()) {
+    if (linear_detail::avx512_kernel() && avx512_bw()) {
+      e2m1_row_table(row, in, scales, out + j * in);
+    } else if (linear_detail::avx512_kernel()) {
       e2m1_row_avx512(row, in, scales, out + j * in);
     } else if (linear_detail::use_own_kernel()) {
       e2m1_row_avx2(row, in, scales, out + j * in);

@@ -4,8 +4,10 @@
 // (core/cuda/kernels/number_formats.cuh) times the scale, exactly (NaN codes included; for scales
 // below 2^-117 the fp32 product itself rounds, the same way on every path).
 //
-// AVX-512 or AVX2 decode 16 values at a time where the CPU runs our GEMM kernel of that width
-// (ops/linear_detail.hpp); without our kernels (OpenBLAS) one value at a time.
+// Where the CPU runs our GEMM kernel of that width (ops/linear_detail.hpp): with AVX-512 BW, 32
+// values at a time from tables of the unscaled values whose exponents the scale moves (scales
+// that keep every value a normal bf16 number; the others as below); with AVX-512 F or AVX2, 16 at
+// a time, each value times the scale in fp32. Without our kernels (OpenBLAS), one at a time.
 #pragma once
 
 #include <cstdint>
