@@ -66,11 +66,15 @@ void quantise_rows(const float* x, int64_t rows, int64_t in, float* q) {
   });
 }
 
-// y = q . W^T over tiles of W's rows, each decoded by `decode` into the thread's buffer (rows
-// `in` apart) and multiplied there.
+// y = Q(x) . W^T: x quantised (quantise_rows), then tiles of W's rows, each decoded by `decode`
+// into the thread's buffer (rows `in` apart) and multiplied there.
 template <typename Decode>
-void tiled_product(const float* q, int64_t rows, int64_t in, int64_t out, float* y,
-                   const Decode& decode) {
+void quantised_product(const float* x, int64_t rows, int64_t in, int64_t out, float* y,
+                       const Decode& decode) {
+  thread_local std::vector<float> quantised_x;  // the caller's: the helpers only read it
+  quantised_x.resize(static_cast<size_t>(rows * in));
+  quantise_rows(x, rows, in, quantised_x.data());
+  const float* q = quantised_x.data();
   int64_t tile = 4;  // a power of two up to 128: a divisor of the scale blocks
   while (tile < kBlock && 2 * tile * in * 2 <= kTileBytes) {
     tile *= 2;
@@ -123,10 +127,7 @@ void linear_fp8(const float* x, int64_t rows, int64_t in, const uint8_t* w, cons
     linear_fp8_reference(x, rows, in, w, w_scale, out, y);
     return;
   }
-  thread_local std::vector<float> q;  // the caller's: the helpers only read it
-  q.resize(static_cast<size_t>(rows * in));
-  quantise_rows(x, rows, in, q.data());
-  tiled_product(q.data(), rows, in, out, y, [&](int64_t o0, int64_t n, uint16_t* decoded) {
+  quantised_product(x, rows, in, out, y, [&](int64_t o0, int64_t n, uint16_t* decoded) {
     decode_fp8_tile(w, w_scale, in, o0, n, decoded);
   });
 }
@@ -138,10 +139,7 @@ void linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w, cons
     linear_fp4_reference(x, rows, in, w, w_scale, out, y);
     return;
   }
-  thread_local std::vector<float> q;  // the caller's: the helpers only read it
-  q.resize(static_cast<size_t>(rows * in));
-  quantise_rows(x, rows, in, q.data());
-  tiled_product(q.data(), rows, in, out, y, [&](int64_t o0, int64_t n, uint16_t* decoded) {
+  quantised_product(x, rows, in, out, y, [&](int64_t o0, int64_t n, uint16_t* decoded) {
     decode_fp4_tile(w, w_scale, in, o0, n, decoded);
   });
 }
