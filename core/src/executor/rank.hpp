@@ -43,12 +43,14 @@ class Rank {
   const KvPools& pools() const { return pools_; }
   // The host forward's options (no effect on a device forward).
   void set_bf16_activations(bool on) {
-    if (host_model_) { host_model_->set_bf16_activations(on);
-}
+    if (host_model_) {
+      host_model_->set_bf16_activations(on);
+    }
   }
   void set_reduction_parts(int parts) {
-    if (host_model_) { host_model_->set_reduction_parts(parts);
-}
+    if (host_model_) {
+      host_model_->set_reduction_parts(parts);
+    }
   }
 
  private:
