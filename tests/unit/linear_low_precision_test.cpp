@@ -223,6 +223,59 @@ TEST_F(LinearLowPrecision, DecodedTilesAreTheScaledValuesAtEveryScale) {
   }
 }
 
+// A MoE layer's experts in one pass: each row's output is the single product's, bit for bit,
+// whatever the other experts' rows (none, one, many).
+TEST_F(LinearLowPrecision, GroupedExpertsEqualTheirSingleProducts) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255), scale_code(118, 130);
+  const int64_t in = 256, out = 200, experts = 5;
+  const std::vector<int64_t> offsets{0, 3, 3, 4, 13, 20};  // expert 1 has no rows
+  const int64_t rows = offsets.back();
+  std::vector<float> x(static_cast<size_t>(rows * in));
+  for (float& v : x) v = normal(rng);
+  std::vector<std::vector<uint8_t>> w8, s8, w4, s4;
+  for (int64_t e = 0; e < experts; ++e) {
+    w8.emplace_back(static_cast<size_t>(out * in));
+    for (uint8_t& b : w8.back()) b = static_cast<uint8_t>(byte(rng) & 0xF7);  // no NaN codes
+    s8.emplace_back(static_cast<size_t>(2 * 2));
+    for (uint8_t& c : s8.back()) c = static_cast<uint8_t>(scale_code(rng));
+    w4.emplace_back(static_cast<size_t>(out * in / 2));
+    for (uint8_t& b : w4.back()) b = static_cast<uint8_t>(byte(rng));
+    s4.emplace_back(static_cast<size_t>(out * in / 32));
+    for (uint8_t& c : s4.back()) c = static_cast<uint8_t>(scale_code(rng));
+  }
+  auto pointers = [](const std::vector<std::vector<uint8_t>>& v) {
+    std::vector<const uint8_t*> p;
+    for (const auto& b : v) p.push_back(b.data());
+    return p;
+  };
+  for (const GemmBackend backend : backends()) {
+    set_gemm_backend(backend);
+    for (const int threads : {1, 2}) {
+      set_compute_threads(threads);
+      for (const bool fp4 : {false, true}) {
+        std::vector<float> grouped(static_cast<size_t>(rows * out)), single(grouped.size());
+        const auto w = pointers(fp4 ? w4 : w8), sc = pointers(fp4 ? s4 : s8);
+        (fp4 ? grouped_linear_fp4 : grouped_linear_fp8)(x.data(), in, w.data(), sc.data(), experts,
+                                                        offsets.data(), out, grouped.data());
+        for (int64_t e = 0; e < experts; ++e) {
+          const int64_t r0 = offsets[static_cast<size_t>(e)];
+          const int64_t n = offsets[static_cast<size_t>(e) + 1] - r0;
+          (fp4 ? linear_fp4 : linear_fp8)(x.data() + r0 * in, n, in, w[static_cast<size_t>(e)],
+                                          sc[static_cast<size_t>(e)], out,
+                                          single.data() + r0 * out);
+        }
+        for (size_t i = 0; i < grouped.size(); ++i) {
+          ASSERT_EQ(bits(grouped[i]), bits(single[i]))
+              << (fp4 ? "fp4" : "fp8") << " backend " << gemm_backend_name() << " threads "
+              << threads << " at row " << i / static_cast<size_t>(out);
+        }
+      }
+    }
+  }
+}
+
 TEST_F(LinearLowPrecision, RaggedProductsEqualTheDefinition) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);

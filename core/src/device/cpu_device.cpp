@@ -111,28 +111,30 @@ void CpuOps::moe_group(const Stream&, const int32_t* picked, const float* weight
 void CpuOps::grouped_linear(const Stream& stream, LinearFormat format, const float* x, int64_t in,
                             const void* const* weights, const uint8_t* const* scales,
                             int64_t experts, const int64_t* offsets, int64_t out, float* y) const {
+  if (format == LinearFormat::kFp8 || format == LinearFormat::kFp4) {
+    // One pass over every expert's tiles (ops/linear_low_precision.hpp).
+    std::vector<const uint8_t*> w(static_cast<size_t>(experts));
+    for (int64_t e = 0; e < experts; ++e) {
+      w[static_cast<size_t>(e)] = static_cast<const uint8_t*>(weights[e]);
+    }
+    if (format == LinearFormat::kFp8) {
+      ops::grouped_linear_fp8(x, in, w.data(), scales, experts, offsets, out, y);
+    } else {
+      ops::grouped_linear_fp4(x, in, w.data(), scales, experts, offsets, out, y);
+    }
+    return;
+  }
   for (int64_t e = 0; e < experts; ++e) {
     const int64_t first = offsets[e], rows = offsets[e + 1] - first;
     if (rows <= 0) {
       continue;
     }
-    const float* xe = x + first * in;
-    float* ye = y + first * out;
-    switch (format) {
-      case LinearFormat::kBf16:
-        linear_bf16(stream, xe, rows, in, static_cast<const uint16_t*>(weights[e]), out, ye);
-        break;
-      case LinearFormat::kF32:
-        linear_f32(stream, xe, rows, in, static_cast<const float*>(weights[e]), out, ye);
-        break;
-      case LinearFormat::kFp8:
-        linear_fp8(stream, xe, rows, in, static_cast<const uint8_t*>(weights[e]), scales[e], out,
-                   ye);
-        break;
-      case LinearFormat::kFp4:
-        linear_fp4(stream, xe, rows, in, static_cast<const uint8_t*>(weights[e]), scales[e], out,
-                   ye);
-        break;
+    if (format == LinearFormat::kBf16) {
+      linear_bf16(stream, x + first * in, rows, in, static_cast<const uint16_t*>(weights[e]), out,
+                  y + first * out);
+    } else {
+      linear_f32(stream, x + first * in, rows, in, static_cast<const float*>(weights[e]), out,
+                 y + first * out);
     }
   }
 }

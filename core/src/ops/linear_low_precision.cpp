@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "kernels/number_formats.cuh"
@@ -66,33 +67,70 @@ void quantise_rows(const float* x, int64_t rows, int64_t in, float* q) {
   });
 }
 
-// y = Q(x) . W^T: x quantised (quantise_rows), then tiles of W's rows, each decoded by `decode`
-// into the thread's buffer (rows `in` apart) and multiplied there.
+// The caller's buffer of quantised rows (the helpers only read it).
+float* quantised_buffer(int64_t values) {
+  thread_local std::vector<float> q;
+  q.resize(static_cast<size_t>(values));
+  return q.data();
+}
+
+// One product y = q . W^T over its rows of quantised x.
+struct Product {
+  const float* q;
+  int64_t rows;
+  float* y;
+  const uint8_t* w;
+  const uint8_t* scale;
+};
+
+// The products (all W [out, in]) in one parallel pass over tiles of their W's rows: each tile
+// decoded by `decode(product, o0, n, buffer)` into the thread's buffer (rows `in` apart) and
+// multiplied there. A tile's outputs are the same bits in any pass (the kernel is
+// batch-invariant and its columns split-invariant).
 template <typename Decode>
-void quantised_product(const float* x, int64_t rows, int64_t in, int64_t out, float* y,
-                       const Decode& decode) {
-  thread_local std::vector<float> quantised_x;  // the caller's: the helpers only read it
-  quantised_x.resize(static_cast<size_t>(rows * in));
-  quantise_rows(x, rows, in, quantised_x.data());
-  const float* q = quantised_x.data();
+void run_products(std::span<const Product> products, int64_t in, int64_t out,
+                  const Decode& decode) {
   int64_t tile = 4;  // a power of two up to 128: a divisor of the scale blocks
   while (tile < kBlock && 2 * tile * in * 2 <= kTileBytes) {
     tile *= 2;
   }
   const int64_t tiles = (out + tile - 1) / tile;
-  // Helpers join for products worth a hand-off (decoding a weight costs about 4 multiply-adds).
-  const int64_t work = out * in * (rows + 4);
+  // Helpers join for passes worth a hand-off (decoding a weight costs about 4 multiply-adds).
+  int64_t work = 0;
+  for (const Product& p : products) {
+    work += out * in * (p.rows + 4);
+  }
   const int threads = static_cast<int>(
       std::clamp<int64_t>(work / linear_detail::kMinMaddsPerItem, 1, compute_threads()));
-  parallel_for(tiles, threads, [&](int64_t t) {
+  const auto items = static_cast<int64_t>(products.size()) * tiles;
+  parallel_for(items, threads, [&](int64_t item) {
     thread_local std::vector<uint16_t> decoded;
-    const int64_t o0 = t * tile, n = std::min(tile, out - o0);
+    const Product& p = products[static_cast<size_t>(item / tiles)];
+    const int64_t o0 = item % tiles * tile, n = std::min(tile, out - o0);
     decoded.resize(static_cast<size_t>(n * in));
-    decode(o0, n, decoded.data());
-    GemmNtArgs a{q, rows, in, in, nullptr, n, in, y + o0, out};
+    decode(p, o0, n, decoded.data());
+    GemmNtArgs a{p.q, p.rows, in, in, nullptr, n, in, p.y + o0, out};
     a.w_bf16 = decoded.data();  // read as rows (the dot-product kernels)
     linear_detail::gemm_nt_columns(a, 0, n);
   });
+}
+
+// Every expert's product over its rows [offsets[e], offsets[e + 1]) of x (and y) in one pass.
+template <typename Decode>
+void grouped_products(const float* x, int64_t in, const uint8_t* const* weights,
+                      const uint8_t* const* scales, int64_t experts, const int64_t* offsets,
+                      int64_t out, float* y, const Decode& decode) {
+  const int64_t first = offsets[0], rows = offsets[experts] - first;
+  float* q = quantised_buffer(rows * in);
+  quantise_rows(x + first * in, rows, in, q);
+  std::vector<Product> products;
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t r0 = offsets[e] - first, n = offsets[e + 1] - offsets[e];
+    if (n > 0) {
+      products.push_back({q + r0 * in, n, y + offsets[e] * out, weights[e], scales[e]});
+    }
+  }
+  run_products(products, in, out, decode);
 }
 
 bool fast_path(int64_t rows, int64_t out) {
@@ -127,8 +165,11 @@ void linear_fp8(const float* x, int64_t rows, int64_t in, const uint8_t* w, cons
     linear_fp8_reference(x, rows, in, w, w_scale, out, y);
     return;
   }
-  quantised_product(x, rows, in, out, y, [&](int64_t o0, int64_t n, uint16_t* decoded) {
-    decode_fp8_tile(w, w_scale, in, o0, n, decoded);
+  float* q = quantised_buffer(rows * in);
+  quantise_rows(x, rows, in, q);
+  const Product p{q, rows, y, w, w_scale};
+  run_products({&p, 1}, in, out, [&](const Product& f, int64_t o0, int64_t n, uint16_t* decoded) {
+    decode_fp8_tile(f.w, f.scale, in, o0, n, decoded);
   });
 }
 
@@ -139,9 +180,45 @@ void linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w, cons
     linear_fp4_reference(x, rows, in, w, w_scale, out, y);
     return;
   }
-  quantised_product(x, rows, in, out, y, [&](int64_t o0, int64_t n, uint16_t* decoded) {
-    decode_fp4_tile(w, w_scale, in, o0, n, decoded);
+  float* q = quantised_buffer(rows * in);
+  quantise_rows(x, rows, in, q);
+  const Product p{q, rows, y, w, w_scale};
+  run_products({&p, 1}, in, out, [&](const Product& f, int64_t o0, int64_t n, uint16_t* decoded) {
+    decode_fp4_tile(f.w, f.scale, in, o0, n, decoded);
   });
+}
+
+void grouped_linear_fp8(const float* x, int64_t in, const uint8_t* const* weights,
+                        const uint8_t* const* scales, int64_t experts, const int64_t* offsets,
+                        int64_t out, float* y) {
+  if (!fast_path(offsets[experts] - offsets[0], out) || in <= 0) {
+    for (int64_t e = 0; e < experts; ++e) {
+      linear_fp8(x + offsets[e] * in, offsets[e + 1] - offsets[e], in, weights[e], scales[e], out,
+                 y + offsets[e] * out);
+    }
+    return;
+  }
+  grouped_products(x, in, weights, scales, experts, offsets, out, y,
+                   [&](const Product& f, int64_t o0, int64_t n, uint16_t* decoded) {
+                     decode_fp8_tile(f.w, f.scale, in, o0, n, decoded);
+                   });
+}
+
+void grouped_linear_fp4(const float* x, int64_t in, const uint8_t* const* weights,
+                        const uint8_t* const* scales, int64_t experts, const int64_t* offsets,
+                        int64_t out, float* y) {
+  TS_CHECK(in % kGroup == 0, "linear_fp4: in = {} is not a multiple of 32", in);
+  if (!fast_path(offsets[experts] - offsets[0], out) || in <= 0) {
+    for (int64_t e = 0; e < experts; ++e) {
+      linear_fp4(x + offsets[e] * in, offsets[e + 1] - offsets[e], in, weights[e], scales[e], out,
+                 y + offsets[e] * out);
+    }
+    return;
+  }
+  grouped_products(x, in, weights, scales, experts, offsets, out, y,
+                   [&](const Product& f, int64_t o0, int64_t n, uint16_t* decoded) {
+                     decode_fp4_tile(f.w, f.scale, in, o0, n, decoded);
+                   });
 }
 
 void linear_fp8_reference(const float* x, int64_t rows, int64_t in, const uint8_t* w,

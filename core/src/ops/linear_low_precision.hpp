@@ -24,6 +24,16 @@ void linear_fp8(const float* x, int64_t rows, int64_t in, const uint8_t* w, cons
 void linear_fp4(const float* x, int64_t rows, int64_t in, const uint8_t* w, const uint8_t* w_scale,
                 int64_t out, float* y);
 
+// Every expert's product at once (a MoE layer's routed experts): y[r] = x[r] . W_e^T for rows r
+// in [offsets[e], offsets[e + 1]), e < experts, each W_e and its scales as above. One parallel
+// pass over all experts' tiles; each row's output is linear_fp8's / linear_fp4's, bit for bit.
+void grouped_linear_fp8(const float* x, int64_t in, const uint8_t* const* weights,
+                        const uint8_t* const* scales, int64_t experts, const int64_t* offsets,
+                        int64_t out, float* y);
+void grouped_linear_fp4(const float* x, int64_t in, const uint8_t* const* weights,
+                        const uint8_t* const* scales, int64_t experts, const int64_t* offsets,
+                        int64_t out, float* y);
+
 // The definitions, written out (the oracle of the fast path's tests): per 128-input block the
 // fp32 sum of the quantised activations times the decoded weights, in input order, scaled by
 // both blocks' scales (FP4: each 32-input group's sum scaled by its weight scale first).
